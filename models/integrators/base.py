@@ -198,6 +198,8 @@ class Integrator:
     name = "base"
     #: True if the method needs J = df/dy (finite differences are supplied when missing)
     needs_jacobian = False
+    #: Stats fields the wrapped solver does not report (recorded as NaN by the harness)
+    not_reported: Tuple[str, ...] = ()
     #: options accepted by the subclass (name -> default); unknown options are rejected
     defaults: Dict[str, Any] = {}
 
@@ -256,6 +258,8 @@ class Integrator:
                     sol.z = np.vstack([reduced.solve_z(ti, yi) for ti, yi in zip(t_arr, y_arr)])
                 except IntegratorFailure as exc:
                     sol.success, sol.failure_reason = False, f"{exc.kind}: {exc.reason}"
+        if self.not_reported:
+            sol.diagnostics["not_reported"] = list(self.not_reported)
         fd = getattr(ode, "_fd_provider", None)
         if fd is not None:
             sol.diagnostics.update(fd.diagnostics())

@@ -1,0 +1,270 @@
+"""Rosenbrock ROS2 (two stages, order 2, L-stable; KPP coefficients), fixed and adaptive step.
+
+With ``gamma = 1 + 1/sqrt(2)``, column vectors and ``J_ij = df_i/dy_j`` (not transposed),
+``M = I - gamma h J`` is factorised once per attempt and two right-hand sides are solved::
+
+    M k1 = gamma h f(t, y)              + gamma^2 h^2 f_t(t, y)
+    M k2 = gamma h f(t + h, y + k1/gamma) - 2 k1 - gamma^2 h^2 f_t(t, y)
+    y_new = y + (3 k1 + k2) / (2 gamma)
+    err   = (k1 + k2) / (2 gamma)        (embedded first-order error, computed directly)
+
+The f_t term is kept for non-autonomous fields (option ``time_derivative``: ``auto`` uses
+the problem's f_t or, when it has none, a central difference in t; ``none`` drops it, which
+is only right for autonomous fields and exists to show the order loss).
+
+* ``ros2``: fixed step ``h`` (or ``n_steps``); the last step (and any step reaching an output
+  time) is shortened so the grid ends exactly on ``t_end`` and on every output time.
+* ``ros2_adaptive``: error norm ``sqrt(mean((err_i / (atol_i + rtol_i max(|y_i|, |y_new,i|)))^2))``
+  with tolerances per state by name (``rtol_by_name``/``atol_by_name``) and a global
+  fallback; controller ``h_new = h * clip(safety * err^(-1/2), fac_min, fac_max)`` with no
+  growth right after a rejection; a rejected attempt retries from the accepted (t, y)
+  (J, f and f_t at that point are reused, only M is refactorised); ``h_min``, ``h_max``,
+  ``max_steps`` (attempts). A failure of the field, Jacobian, LU or protocol is fatal and
+  is never rescued by shrinking h.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Dict, Optional
+
+import numpy as np
+from scipy.linalg import get_lapack_funcs
+
+from models.integrators.base import IntegratorFailure, Integrator, Stats, _Counted
+from models.integrators.registry import register
+
+log = logging.getLogger(__name__)
+
+GAMMA = 1.0 + 1.0 / math.sqrt(2.0)
+Array = np.ndarray
+
+
+class _ROS2Core(Integrator):
+    """Shared stage computation of ROS2."""
+
+    needs_jacobian = True
+
+    def _time_derivative(self, prob: _Counted):
+        mode = self.options["time_derivative"]
+        if mode not in ("auto", "none", "fd"):
+            raise ValueError(f"time_derivative: must be auto|none|fd, got {mode!r}")
+        if mode == "none":
+            return None
+        if mode == "auto" and prob.has_f_t:
+            return prob.f_t
+        span = prob.t_span[1] - prob.t_span[0]
+
+        def f_t_fd(t: float, y: Array) -> Array:
+            h = 1.0e-6 * max(abs(t), span)
+            return (prob.rhs(t + h, y) - prob.rhs(t - h, y)) / (2.0 * h)
+
+        return f_t_fd
+
+    @staticmethod
+    def _lapack(n: int):
+        return get_lapack_funcs(("getrf", "getrs"), (np.zeros((1, 1)),))
+
+    def _attempt(self, prob: _Counted, stats: Stats, t: float, y: Array, h: float, f0: Array, J: Array,
+                 ft: Optional[Array], eye: Array, getrf, getrs) -> tuple:
+        """One ROS2 attempt from (t, y) with step h: (y_new, err)."""
+        g = GAMMA
+        gh = g * h
+        lu, piv, info = getrf(eye - gh * J, overwrite_a=True)
+        stats.nlu += 1
+        if info != 0:
+            raise IntegratorFailure(f"LU of I - gamma h J singular at t={t:.6g}, h={h:.3g} (info={info})", "lu", t)
+        b1 = gh * f0
+        if ft is not None:
+            c = gh * gh * ft
+            b1 = b1 + c
+        k1, info = getrs(lu, piv, b1)
+        if info != 0 or not np.all(np.isfinite(k1)):
+            raise IntegratorFailure(f"linear solve for k1 failed at t={t:.6g}, h={h:.3g}", "lu", t)
+        f1 = prob.rhs(t + h, y + k1 / g)
+        b2 = gh * f1 - 2.0 * k1
+        if ft is not None:
+            b2 = b2 - c
+        k2, info = getrs(lu, piv, b2)
+        if info != 0 or not np.all(np.isfinite(k2)):
+            raise IntegratorFailure(f"linear solve for k2 failed at t={t:.6g}, h={h:.3g}", "lu", t)
+        y_new = y + (3.0 * k1 + k2) / (2.0 * g)
+        err = (k1 + k2) / (2.0 * g)
+        return y_new, err
+
+
+@register("ros2")
+class ROS2(_ROS2Core):
+    """ROS2 with a fixed step ``h`` (s) or ``n_steps`` equal steps; last step shortened."""
+
+    name = "ros2"
+    defaults: Dict[str, Any] = {"h": None, "n_steps": None, "time_derivative": "auto"}
+
+    def _grid(self, t_span, t_eval: Array) -> Array:
+        t0, t1 = t_span
+        span = t1 - t0
+        h, n_steps = self.options["h"], self.options["n_steps"]
+        if (h is None) == (n_steps is None):
+            raise ValueError("ros2: give exactly one of h (step size, s) and n_steps")
+        if n_steps is not None:
+            if int(n_steps) < 1:
+                raise ValueError(f"n_steps: must be >= 1, got {n_steps}")
+            grid = np.linspace(t0, t1, int(n_steps) + 1)
+        else:
+            h = float(h)
+            if not (h > 0 and math.isfinite(h)):
+                raise ValueError(f"h: must be positive and finite, got {h}")
+            n_full = int(math.floor(span / h * (1.0 + 1e-12)))
+            grid = t0 + h * np.arange(n_full + 1)
+            if t1 - grid[-1] > 1e-12 * span:
+                grid = np.append(grid, t1)  # the last step is shortened
+            else:
+                grid[-1] = t1
+        grid = np.union1d(grid, t_eval)
+        keep = np.concatenate(([True], np.diff(grid) > 1e-12 * span))
+        return grid[keep]
+
+    def _solve_ode(self, prob: _Counted, t_eval: Array, t_out: list, y_out: list) -> None:
+        stats = prob.stats
+        grid = self._grid(prob.t_span, t_eval)
+        f_t = self._time_derivative(prob)
+        getrf, getrs = self._lapack(prob.n)
+        eye = np.eye(prob.n)
+        span = prob.t_span[1] - prob.t_span[0]
+        targets = iter(t_eval)
+        target = next(targets)
+        t, y = float(grid[0]), prob.y0.copy()
+        for t_next in grid[1:]:
+            while target is not None and abs(t - target) <= 1e-12 * span:
+                t_out.append(target)
+                y_out.append(y.copy())
+                target = next(targets, None)
+            h = float(t_next) - t
+            f0 = prob.rhs(t, y)
+            J = prob.jac(t, y)
+            ft = f_t(t, y) if f_t is not None else None
+            stats.n_steps += 1
+            y, _ = self._attempt(prob, stats, t, y, h, f0, J, ft, eye, getrf, getrs)
+            stats.n_accepted += 1
+            t = float(t_next)
+        while target is not None and abs(t - target) <= 1e-12 * span:
+            t_out.append(target)
+            y_out.append(y.copy())
+            target = next(targets, None)
+
+
+@register("ros2_adaptive")
+class ROS2Adaptive(_ROS2Core):
+    """ROS2 with the embedded estimator and a step-size controller (see module docstring)."""
+
+    name = "ros2_adaptive"
+    defaults: Dict[str, Any] = {
+        "rtol": 1.0e-6,
+        "atol": 1.0e-8,
+        "rtol_by_name": None,
+        "atol_by_name": None,
+        "h0": None,
+        "h_min": 0.0,
+        "h_max": math.inf,
+        "max_steps": 100000,
+        "safety": 0.9,
+        "fac_min": 0.2,
+        "fac_max": 5.0,
+        "time_derivative": "auto",
+    }
+
+    def _tolerances(self, prob: _Counted) -> tuple:
+        o = self.options
+        n = prob.n
+        rtol = np.full(n, float(o["rtol"]))
+        atol = np.full(n, float(o["atol"]))
+        for key, arr in (("rtol_by_name", rtol), ("atol_by_name", atol)):
+            by_name = o[key] or {}
+            if by_name and prob.names is None:
+                raise ValueError(f"{key}: the problem has no state names")
+            for name, val in by_name.items():
+                if name not in prob.names:
+                    raise ValueError(f"{key}: unknown state {name!r}; states: {', '.join(prob.names)}")
+                arr[prob.names.index(name)] = float(val)
+        if np.any(rtol < 0) or np.any(atol < 0) or np.any(rtol + atol <= 0):
+            raise ValueError("rtol/atol: must be >= 0 with rtol + atol > 0 for every state")
+        for key in ("safety", "fac_min", "fac_max"):
+            if not float(o[key]) > 0:
+                raise ValueError(f"{key}: must be > 0")
+        if not (0 < o["safety"] < 1 and o["fac_min"] < 1 < o["fac_max"]):
+            raise ValueError("controller: need 0 < safety < 1 and fac_min < 1 < fac_max")
+        if not (0 <= o["h_min"] < o["h_max"]) or int(o["max_steps"]) < 1:
+            raise ValueError("h_min/h_max/max_steps: need 0 <= h_min < h_max and max_steps >= 1")
+        return rtol, atol
+
+    def _initial_step(self, prob: _Counted, t: float, y: Array, f0: Array, rtol: Array, atol: Array) -> float:
+        """Hairer-Norsett-Wanner starting step for order 2 (one extra f evaluation)."""
+        span = prob.t_span[1] - prob.t_span[0]
+        sc = atol + rtol * np.abs(y)
+        d0 = math.sqrt(float(np.mean((y / sc) ** 2)))
+        d1 = math.sqrt(float(np.mean((f0 / sc) ** 2)))
+        h0 = 1.0e-6 * span if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
+        h0 = min(h0, span)
+        f1 = prob.rhs(t + h0, y + h0 * f0)
+        d2 = math.sqrt(float(np.mean(((f1 - f0) / sc) ** 2))) / h0
+        if max(d1, d2) <= 1e-15:
+            h1 = max(1e-6 * span, h0 * 1e-3)
+        else:
+            h1 = (0.01 / max(d1, d2)) ** (1.0 / 3.0)
+        return min(100.0 * h0, h1, span)
+
+    def _solve_ode(self, prob: _Counted, t_eval: Array, t_out: list, y_out: list) -> None:
+        o = self.options
+        stats = prob.stats
+        rtol, atol = self._tolerances(prob)
+        safety, fac_min, fac_max = float(o["safety"]), float(o["fac_min"]), float(o["fac_max"])
+        h_min, h_max, max_steps = float(o["h_min"]), float(o["h_max"]), int(o["max_steps"])
+        f_t = self._time_derivative(prob)
+        getrf, getrs = self._lapack(prob.n)
+        eye = np.eye(prob.n)
+        t0, t1 = prob.t_span
+        tiny = 1e-12 * (t1 - t0)
+        t, y = t0, prob.y0.copy()
+        h = None if o["h0"] is None else float(o["h0"])
+        rejected_last = False
+        for target in t_eval:
+            while target - t > tiny:
+                f0 = prob.rhs(t, y)
+                if h is None:
+                    h = self._initial_step(prob, t, y, f0, rtol, atol)
+                J = prob.jac(t, y)
+                ft = f_t(t, y) if f_t is not None else None
+                while True:  # attempts from the accepted state (t, y)
+                    if stats.n_steps >= max_steps:
+                        raise IntegratorFailure(f"max_steps={max_steps} attempts reached at t={t:.6g}", "max_steps", t)
+                    h = min(h, h_max)
+                    clipped = t + h >= target - tiny
+                    h_step = target - t if clipped else h
+                    if h_step < h_min and not clipped:
+                        raise IntegratorFailure(f"step size {h_step:.3g} below h_min={h_min:.3g} at t={t:.6g}", "step_size", t)
+                    stats.n_steps += 1
+                    y_new, err = self._attempt(prob, stats, t, y, h_step, f0, J, ft, eye, getrf, getrs)
+                    sc = atol + rtol * np.maximum(np.abs(y), np.abs(y_new))
+                    err_norm = math.sqrt(float(np.mean((err / sc) ** 2)))
+                    if not math.isfinite(err_norm):
+                        raise IntegratorFailure(f"non-finite error estimate at t={t:.6g}", "protocol", t)
+                    fac = fac_max if err_norm == 0.0 else min(fac_max, max(fac_min, safety / math.sqrt(err_norm)))
+                    if err_norm <= 1.0:
+                        t = float(target) if clipped else t + h_step
+                        y = y_new
+                        stats.n_accepted += 1
+                        h_new = h_step * fac
+                        if rejected_last:
+                            h_new = min(h_new, h_step)  # no growth right after a rejection
+                        elif clipped:
+                            h_new = max(h_new, h)  # a step cut to hit an output does not shrink h
+                        h = h_new
+                        rejected_last = False
+                        break
+                    stats.n_rejected += 1
+                    h = h_step * min(1.0, fac)
+                    rejected_last = True
+                    if h < h_min:
+                        raise IntegratorFailure(f"step size {h:.3g} below h_min={h_min:.3g} at t={t:.6g}", "step_size", t)
+            t_out.append(float(target))
+            y_out.append(y.copy())
