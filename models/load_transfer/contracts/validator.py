@@ -1,0 +1,517 @@
+"""Generic validator of HDF5 files against a YAML spec (``schemas/*.yaml``).
+
+Nothing here knows a field of a particular contract: every check is a rule named in the spec
+(attribute ``type`` / ``equals`` / ``one_of`` / ``pattern`` / ``format``, dataset ``shape`` /
+``dtype`` / ``unit`` / ``storage`` / ``values`` / ``derived`` / ``sha256_equals``, metadata keys,
+version acceptance). Every violation is reported as ``(path, rule, found, expected)``.
+
+Paths: ``@name`` is a root attribute, ``@metadata_json.KEY`` a key of the metadata document,
+``group/dataset`` a dataset and ``group/dataset@attr`` one of its attributes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+import h5py
+import numpy as np
+
+from .relations import RELATIONS
+from .spec import Spec, load_spec, parse_dim, parse_semver, SPEC_FILES
+
+log = logging.getLogger(__name__)
+
+BLOCK_BYTES = 64 * 2**20  # rows of large datasets are scanned in blocks of about this size
+LARGE_SCAN_BYTES = 256 * 2**20  # with scan_large=False, datasets above this are not scanned
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: where (``path``), which rule, the value found and what was expected."""
+
+    path: str
+    rule: str
+    found: str
+    expected: str = ""
+
+    def __str__(self) -> str:
+        tail = f"; expected {self.expected}" if self.expected else ""
+        return f"{self.path}: {self.rule}: found {self.found}{tail}"
+
+
+@dataclass
+class ValidationReport:
+    """Outcome of :func:`validate_file`. ``ok`` is True when there is no violation."""
+
+    file: str
+    schema: str = ""
+    version: str = ""
+    mode: str = "production"
+    dims: Dict[str, int] = field(default_factory=dict)
+    violations: List[Violation] = field(default_factory=list)
+    warnings: List[Violation] = field(default_factory=list)
+    unknown: List[str] = field(default_factory=list)  # datasets not in the spec (kept by readers)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def message(self) -> str:
+        """One line: the file, the schema and every violation."""
+        what = self.schema or "HDF5 contract"
+        body = " | ".join(str(v) for v in self.violations)
+        return f"{self.file}: invalid {what} file: {body}"
+
+
+class ContractError(ValueError):
+    """A file that breaks its contract; ``report`` holds every violation."""
+
+    def __init__(self, report: ValidationReport):
+        super().__init__(report.message())
+        self.report = report
+
+
+class UnreadableFileError(OSError):
+    """The file is not an HDF5 file (or cannot be opened)."""
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, (np.generic,)):
+        v = v.item()
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, bytes):
+        v = v.decode("utf-8", "replace")
+    return repr(v)
+
+
+def _attr_value(raw: Any) -> Any:
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", "replace")
+    if isinstance(raw, np.generic):
+        return raw.item()
+    return raw
+
+
+def _type_ok(value: Any, kind: str) -> bool:
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind in ("float", "number"):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "list":
+        return isinstance(value, list)
+    raise ValueError(f"spec: unknown type {kind!r}")
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "bool", str: "string", int: "int", float: "float", list: "list", dict: "object"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def check_value(path: str, value: Any, rule: Mapping[str, Any], out: List[Violation]) -> None:
+    """Scalar rules of an attribute or metadata key: type, equals, one_of, pattern, bounds, format."""
+    kind = rule.get("type")
+    if kind and not _type_ok(value, kind):
+        out.append(Violation(path, "type", f"{_type_name(value)} {_fmt(value)}", kind))
+        return
+    if "equals" in rule and value != rule["equals"]:
+        out.append(Violation(path, "equals", _fmt(value), _fmt(rule["equals"])))
+    if "one_of" in rule and value not in rule["one_of"]:
+        out.append(Violation(path, "one_of", _fmt(value), f"one of {list(rule['one_of'])}"))
+    if "pattern" in rule and not re.match(str(rule["pattern"]), str(value)):
+        out.append(Violation(path, "pattern", _fmt(value), f"match {rule['pattern']}"))
+    if "min_exclusive" in rule and not value > rule["min_exclusive"]:
+        out.append(Violation(path, "min_exclusive", _fmt(value), f"> {rule['min_exclusive']}"))
+    if "min" in rule and not value >= rule["min"]:
+        out.append(Violation(path, "min", _fmt(value), f">= {rule['min']}"))
+    fmt = rule.get("format")
+    if fmt == "semver" and parse_semver(value) is None:
+        out.append(Violation(path, "format", _fmt(value), "semantic version MAJOR.MINOR.PATCH"))
+    if fmt == "json":
+        try:
+            json.loads(value)
+        except (TypeError, ValueError) as exc:
+            out.append(Violation(path, "format", f"invalid JSON ({exc.__class__.__name__})", "JSON document"))
+
+
+# ---------------------------------------------------------------- element rules of datasets
+
+
+def _first_index(mask: np.ndarray, offset: int) -> Tuple[int, ...]:
+    idx = np.unravel_index(int(np.flatnonzero(mask.ravel())[0]), mask.shape)
+    return (idx[0] + offset,) + tuple(int(i) for i in idx[1:])
+
+
+def _idx_str(idx: Tuple[int, ...]) -> str:
+    return str(tuple(int(i) for i in idx)) if len(idx) > 1 else str(int(idx[0]))
+
+
+def _scan_block_rules(rules: List[Any], block: np.ndarray, start: int, state: Dict[str, Any]) -> None:
+    """Accumulate the first offending element of blockwise rules (finite, signs, unit rows)."""
+    for r in rules:
+        name, opts = (r, {}) if isinstance(r, str) else next(iter(r.items()))
+        if name in state.get("_done", set()):
+            continue
+        if name == "finite":
+            bad = ~np.isfinite(block)
+            n = int(bad.sum())
+            if n:
+                st = state.setdefault(name, {"n": 0})
+                if "idx" not in st:
+                    st["idx"] = _first_index(bad, start)
+                    st["val"] = block[tuple([st["idx"][0] - start] + list(st["idx"][1:]))]
+                st["n"] += n
+        elif name in ("nonnegative", "positive"):
+            bad = (block < 0) if name == "nonnegative" else ~(block > 0)
+            if bad.any() and name not in state:
+                idx = _first_index(bad, start)
+                state[name] = {"idx": idx, "val": block[tuple([idx[0] - start] + list(idx[1:]))]}
+        elif name == "unit_rows":
+            atol = float((opts or {}).get("atol", 1e-9))
+            dev = np.abs(np.sqrt(np.einsum("...k,...k->...", block, block)) - 1.0)
+            bad = ~(dev <= atol)
+            if bad.any() and name not in state:
+                idx = _first_index(bad, start)
+                state[name] = {"idx": idx, "val": float(dev[tuple([idx[0] - start] + list(idx[1:]))]), "atol": atol}
+
+
+def _block_rule_violations(path: str, state: Dict[str, Any], out: List[Violation]) -> None:
+    if "finite" in state:
+        st = state["finite"]
+        out.append(Violation(path, "finite", f"{st['n']} non-finite value(s), first {_fmt(st['val'])} at index {_idx_str(st['idx'])}", "finite values"))
+    for name, expected in (("nonnegative", ">= 0"), ("positive", "> 0")):
+        if name in state:
+            st = state[name]
+            out.append(Violation(path, name, f"{_fmt(st['val'])} at index {_idx_str(st['idx'])}", expected))
+    if "unit_rows" in state:
+        st = state["unit_rows"]
+        out.append(Violation(path, "unit_rows", f"| |n| - 1 | = {st['val']:.3g} at row {_idx_str(st['idx'])}", f"<= {st['atol']:g}"))
+
+
+def _whole_array_rules(path: str, rules: List[Any], arr: np.ndarray, out: List[Violation]) -> None:
+    for r in rules:
+        name = r if isinstance(r, str) else next(iter(r))
+        if name == "strictly_increasing" and arr.ndim == 1 and arr.size > 1:
+            bad = ~(np.diff(arr) > 0)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                out.append(Violation(path, name, f"{_fmt(arr[i + 1])} after {_fmt(arr[i])} at index {i + 1}", "strictly increasing values"))
+        elif name == "unique":
+            vals, counts = np.unique(arr, return_counts=True)
+            if (counts > 1).any():
+                j = int(np.flatnonzero(counts > 1)[0])
+                out.append(Violation(path, name, f"value {_fmt(vals[j])} {int(counts[j])} times ({int((counts > 1).sum())} duplicated value(s))", "unique values"))
+
+
+_WHOLE = {"strictly_increasing", "unique"}
+
+
+def _rows_per_block(dset: h5py.Dataset) -> int:
+    row = max(1, int(np.prod(dset.shape[1:], dtype=np.int64)) * dset.dtype.itemsize)
+    rows = max(1, BLOCK_BYTES // row)
+    if dset.chunks:
+        c = dset.chunks[0]
+        rows = max(c, (rows // c) * c)
+    return int(rows)
+
+
+# ---------------------------------------------------------------- the validator
+
+
+class _Validator:
+    def __init__(self, f: h5py.File, spec: Spec, report: ValidationReport, mode: Optional[str], scan_large: bool):
+        self.f, self.spec, self.r, self.forced_mode, self.scan_large = f, spec, report, mode, scan_large
+        self.bad: set[str] = set()  # datasets with a violation (derived checks on them are skipped)
+        self.skipped: set[str] = set()  # large datasets not scanned (scan_large=False)
+        self.attrs: Dict[str, Any] = {}
+
+    def v(self, path: str, rule: str, found: str, expected: str = "") -> None:
+        self.r.violations.append(Violation(path, rule, found, expected))
+
+    def run(self) -> None:
+        version = self.check_version()
+        if version is None:
+            return
+        self.check_attributes(version)
+        self.check_metadata()
+        for g in self.spec.groups:
+            if g not in self.f:
+                self.v(g, "required", "missing", "group")
+            elif not isinstance(self.f[g], h5py.Group):
+                self.v(g, "kind", type(self.f[g]).__name__, "group")
+        for name, item in self.spec.datasets.items():
+            self.check_dataset(name, item, version)
+        self.check_dimensions()
+        for name, item in self.spec.datasets.items():
+            if "derived" in item and name in self.f and name not in self.bad:
+                self.check_derived(name, item["derived"])
+        self.r.unknown = self.unknown_datasets()
+
+    def check_version(self) -> Optional[Tuple[int, int, int]]:
+        raw = self.f.attrs.get("schema_version")
+        if raw is None:
+            self.v("@schema_version", "required", "missing", "attribute")
+            return None
+        text = _attr_value(raw)
+        self.r.version = str(text)
+        ver = parse_semver(text)
+        if ver is None:
+            self.v("@schema_version", "format", _fmt(text), "semantic version MAJOR.MINOR.PATCH")
+            return None
+        if ver[0] not in self.spec.accept_major:
+            majors = ", ".join(f"{m}.x" for m in self.spec.accept_major)
+            self.v("@schema_version", "major_version", _fmt(text),
+                   f"major version {' or '.join(str(m) for m in self.spec.accept_major)} ({majors}); "
+                   f"major version {ver[0]} needs an explicit migration")
+            return None
+        return ver
+
+    def check_attributes(self, version: Tuple[int, int, int]) -> None:
+        for name, rule in self.spec.attributes.items():
+            path = f"@{name}"
+            if name not in self.f.attrs:
+                if self.spec.applies(rule, version):
+                    self.v(path, "required", "missing", "attribute")
+                continue
+            value = _attr_value(self.f.attrs[name])
+            self.attrs[name] = value
+            check_value(path, value, rule, self.r.violations)
+
+    def check_metadata(self) -> None:
+        meta_spec = self.spec.metadata
+        text = self.attrs.get("metadata_json")
+        try:
+            meta = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            meta = None
+        if not isinstance(meta, dict):
+            self.r.mode = self.forced_mode or "production"
+            return
+        mode = self.forced_mode or meta.get(meta_spec.get("mode_key", "mode"), "production")
+        self.r.mode = mode if mode in ("production", "debug") else "production"
+        keys = meta_spec.get("keys", {})
+        for key in meta_spec.get("required_in_production", []):
+            if key not in meta or meta[key] is None:
+                item = Violation(f"@metadata_json.{key}", "required_in_production", "missing", "key present")
+                (self.r.violations if self.r.mode == "production" else self.r.warnings).append(item)
+        for key, rule in keys.items():
+            if key in meta and meta[key] is not None:
+                check_value(f"@metadata_json.{key}", meta[key], rule, self.r.violations)
+        self.meta = meta
+
+    def check_dataset(self, name: str, item: Mapping[str, Any], version: Tuple[int, int, int]) -> None:
+        required = item.get("required", "always")
+        if name not in self.f:
+            if not self.spec.applies(item, version) or required == "optional":
+                return
+            miss = Violation(name, "required", "missing", "dataset")
+            if required == "production" and self.r.mode != "production":
+                self.r.warnings.append(miss)
+            else:
+                self.r.violations.append(miss)
+            self.bad.add(name)
+            return
+        d = self.f[name]
+        if not isinstance(d, h5py.Dataset):
+            self.v(name, "kind", type(d).__name__, "dataset")
+            self.bad.add(name)
+            return
+        n0 = len(self.r.violations)
+        self.check_dtype(name, d, item)
+        self.check_shape(name, d, item)
+        self.check_unit(name, d, item)
+        self.check_storage(name, d, item)
+        for aname, rule in item.get("attributes", {}).items():
+            if aname not in d.attrs:
+                self.v(f"{name}@{aname}", "required", "missing", "attribute")
+            else:
+                check_value(f"{name}@{aname}", _attr_value(d.attrs[aname]), rule, self.r.violations)
+        if len(self.r.violations) == n0:
+            self.check_values(name, d, item.get("values", []))
+        if "sha256_equals" in item and len(self.r.violations) == n0:
+            self.check_sha256(name, d, item["sha256_equals"])
+        if len(self.r.violations) > n0:
+            self.bad.add(name)
+
+    def check_dtype(self, name: str, d: h5py.Dataset, item: Mapping[str, Any]) -> None:
+        want = item.get("dtype")
+        if want is None:
+            return
+        if want == "string":
+            ok = h5py.check_string_dtype(d.dtype) is not None
+        else:
+            ok = d.dtype == np.dtype(want)
+        if not ok:
+            self.v(name, "dtype", str(d.dtype), str(want))
+
+    def check_shape(self, name: str, d: h5py.Dataset, item: Mapping[str, Any]) -> None:
+        shape = item.get("shape")
+        if shape is None:
+            return
+        if len(d.shape) != len(shape):
+            self.v(name, "shape", str(tuple(d.shape)), f"{len(shape)}-D ({', '.join(map(str, shape))})")
+            return
+        dims = self.r.dims
+        expected: List[Optional[int]] = []
+        for n, expr in zip(d.shape, shape):
+            sym, off = parse_dim(expr)
+            if sym is None:
+                expected.append(off)
+            else:
+                dims.setdefault(sym, int(n) - off)
+                expected.append(dims[sym] + off)
+        if tuple(expected) != tuple(d.shape):
+            sym_text = ", ".join(map(str, shape))
+            self.v(name, "shape", str(tuple(int(n) for n in d.shape)), f"({sym_text}) = {tuple(expected)}")
+
+    def check_unit(self, name: str, d: h5py.Dataset, item: Mapping[str, Any]) -> None:
+        if "unit" not in item:
+            return
+        unit = _attr_value(d.attrs.get("unit"))
+        if unit is None:
+            self.v(f"{name}@unit", "required", "missing", _fmt(item["unit"]))
+        elif unit != item["unit"]:
+            self.v(f"{name}@unit", "unit", _fmt(unit), _fmt(item["unit"]))
+
+    def check_storage(self, name: str, d: h5py.Dataset, item: Mapping[str, Any]) -> None:
+        cls = item.get("storage")
+        if cls is None:
+            return
+        rule = self.spec.storage[cls]
+        found = {"chunked": d.chunks is not None, "compression": d.compression,
+                 "shuffle": bool(d.shuffle), "fletcher32": bool(d.fletcher32)}
+        for key, want in rule.items():
+            if found.get(key) != want and not (key == "compression" and want is None):
+                self.v(name, f"storage.{key}", _fmt(found.get(key)), f"{_fmt(want)} (storage class {cls})")
+
+    def _read_failed(self, name: str, d: h5py.Dataset, exc: Exception) -> None:
+        log.info("%s: %s: read failed: %s", self.r.file, name, exc)
+        if d.fletcher32:
+            self.v(name, "checksum", "stored data fail the Fletcher-32/filter check on read", "intact chunks")
+        else:
+            self.v(name, "readable", "stored data cannot be read", "readable data")
+
+    def check_values(self, name: str, d: h5py.Dataset, rules: List[Any]) -> None:
+        if h5py.check_string_dtype(d.dtype) is not None:
+            return
+        nbytes = int(np.prod(d.shape, dtype=np.int64)) * d.dtype.itemsize
+        if not self.scan_large and nbytes > LARGE_SCAN_BYTES:
+            self.skipped.add(name)
+            return
+        whole = [r for r in rules if (r if isinstance(r, str) else next(iter(r))) in _WHOLE]
+        block_rules = [r for r in rules if r not in whole]
+        try:
+            if d.ndim == 0:
+                _whole_array_rules(name, whole, np.asarray(d[()]), self.r.violations)
+                return
+            if whole:
+                _whole_array_rules(name, whole, d[()], self.r.violations)
+            state: Dict[str, Any] = {}
+            rows = _rows_per_block(d)
+            for s in range(0, d.shape[0], rows):
+                block = d[s : s + rows]
+                _scan_block_rules(block_rules, block, s, state)
+            _block_rule_violations(name, state, self.r.violations)
+        except OSError as exc:
+            self._read_failed(name, d, exc)
+
+    def check_sha256(self, name: str, d: h5py.Dataset, refs: Iterable[str]) -> None:
+        raw = d[()]
+        data = raw if isinstance(raw, bytes) else str(raw).encode("utf-8")
+        digest = hashlib.sha256(data).hexdigest()
+        for ref in refs:
+            kind, key = ref.split()
+            if kind == "attribute":
+                want = _attr_value(d.attrs.get(key))
+                where = f"{name}@{key}"
+            else:
+                want = getattr(self, "meta", {}).get(key)
+                where = f"@metadata_json.{key}"
+            if want is not None and want != digest:
+                self.v(name, "sha256", digest, f"{want} ({where})")
+
+    def check_dimensions(self) -> None:
+        for sym, rule in self.spec.dimensions.items():
+            n = self.r.dims.get(sym)
+            if n is not None and "min" in rule and n < rule["min"]:
+                self.v(f"dimension {sym}", "min", str(n), f">= {rule['min']}")
+
+    def check_derived(self, name: str, rule: Mapping[str, Any]) -> None:
+        inputs = dict(rule.get("inputs", {}))
+        if any(p in self.bad or p not in self.f for p in inputs.values()):
+            return  # an input is broken: reported there, not as a derived mismatch
+        if any(p in self.skipped for p in list(inputs.values()) + [name]):
+            return
+        relation = RELATIONS[rule["relation"]]
+        attrs = {k: self.attrs.get(v) for k, v in rule.get("attributes", {}).items()}
+        if any(v is None for v in attrs.values()):
+            return
+        d = self.f[name]
+        datasets = {k: self.f[p] for k, p in inputs.items()}
+
+        def read(key: str, sl: slice) -> np.ndarray:
+            return datasets[key][sl]
+
+        rows = min(_rows_per_block(d), *(_rows_per_block(x) for x in datasets.values() if x.ndim > 0))
+        err = 0.0
+        scale = 0.0
+        try:
+            for start, block in relation(read, attrs, d.shape, rows=rows):
+                stored = d[start : start + block.shape[0]] if d.ndim else d[()]
+                err = max(err, float(np.max(np.abs(stored - block), initial=0.0)))
+                scale = max(scale, float(np.max(np.abs(block), initial=0.0)))
+        except OSError as exc:
+            self._read_failed(name, d, exc)
+            return
+        rtol = float(rule.get("rtol", 1e-12))
+        if not err <= rtol * scale:
+            rel = err / scale if scale > 0 else float("inf")
+            self.v(name, "derived", f"max |stored - recomputed| = {err:.6g} (relative {rel:.3g})",
+                   f"{rule['relation']} of {', '.join(inputs.values())} within rtol {rtol:g}")
+            self.bad.add(name)
+
+    def unknown_datasets(self) -> List[str]:
+        known = set(self.spec.datasets)
+        found: List[str] = []
+        self.f.visititems(lambda n, o: found.append(n) if isinstance(o, h5py.Dataset) and n not in known else None)
+        return sorted(found)
+
+
+def validate_file(path: Path | str, spec: Optional[Spec] = None, *, mode: Optional[str] = None,
+                  scan_large: bool = True) -> ValidationReport:
+    """Validate ``path`` against ``spec`` (default: the spec named by its ``schema_name`` attribute).
+
+    mode: "production" | "debug" | None (None: the mode declared in metadata_json, else production).
+    In debug mode a missing production metadata key or production-only dataset is a warning.
+    scan_large: False skips element rules and derived relations on datasets larger than
+    ``LARGE_SCAN_BYTES`` (used by the streaming writer, which checks those blocks in memory).
+    Raises UnreadableFileError if the file cannot be opened as HDF5.
+    """
+    p = Path(path)
+    report = ValidationReport(file=str(p))
+    try:
+        f = h5py.File(p, "r")
+    except (OSError, ValueError) as exc:
+        raise UnreadableFileError(f"{p}: not a readable HDF5 file ({exc.__class__.__name__}: {exc})") from exc
+    with f:
+        if spec is None:
+            name = _attr_value(f.attrs.get("schema_name"))
+            if name not in SPEC_FILES:
+                report.violations.append(Violation("@schema_name", "known_schema", _fmt(name), f"one of {sorted(SPEC_FILES)}"))
+                return report
+            spec = load_spec(name)
+        report.schema = spec.name
+        _Validator(f, spec, report, mode, scan_large).run()
+    for w in report.warnings:
+        log.warning("%s: %s", p, w)
+    return report
