@@ -1,0 +1,108 @@
+"""CLI: ``python -m harness [+case=FAMILY/NAME] [key=value ...] [-m]``.
+
+With no case, runs the default suite (``suite`` in conf/config.yaml). Prints one line
+per case: case, verdict, key metrics, MLflow run id. Exit code: 0 pass/warn, 1 a gate
+failed, 2 invalid config or input.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from harness.compose import CONF_DIR, CONFIG_NAME, describe_config_error, is_config_error, register_resolvers
+from harness.context import HarnessInputError
+from harness.gates import EXIT_INPUT
+
+log = logging.getLogger("harness")
+
+
+class _State:
+    exit_code = 0
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _task(cfg) -> dict:
+    """The Hydra task function: one job of a run or a multirun."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from harness.runner import run_case_config
+    from harness.studies import read_study_state
+
+    hc = HydraConfig.get()
+    run_dir = Path(hc.runtime.output_dir)
+    parent = None
+    if hc.mode == RunMode.MULTIRUN:
+        state = read_study_state(Path(hc.sweep.dir))
+        parent = state.get("parent_run_id") if state else None
+    outcome = run_case_config(cfg, run_dir, command=[sys.argv[0], *sys.argv[1:]],
+                              overrides=list(hc.overrides.task), parent_run_id=parent)
+    _say(outcome.line())
+    _State.exit_code = max(_State.exit_code, outcome.exit_code)
+    return outcome.as_dict()
+
+
+def _hydra_main() -> None:
+    import hydra
+
+    from harness.configs import register_all
+
+    register_resolvers()
+    register_all()
+    hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=CONFIG_NAME)(_task)()
+
+
+def _selects_case(args: Sequence[str]) -> bool:
+    return any(a.lstrip("+~").startswith(("case=", "study=")) for a in args)
+
+
+def _hydra_flag(args: Sequence[str]) -> bool:
+    return any(a.startswith("-") for a in args)
+
+
+def run_suite(overrides: Sequence[str]) -> int:
+    """Run every case of the configured suite with ``overrides``; one line each."""
+    from harness.api import run_case
+    from harness.compose import compose
+
+    suite = list(compose(list(overrides)).suite)
+    code = 0
+    for case in suite:
+        out = run_case(case, overrides=overrides)
+        _say(out.line())
+        code = max(code, out.exit_code)
+    return code
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # let composition errors reach us, to exit 2
+    try:
+        if not _selects_case(args) and not _hydra_flag(args):
+            code = run_suite(args)
+        else:
+            sys.argv = [sys.argv[0], *args]
+            _hydra_main()
+            code = _State.exit_code
+    except HarnessInputError as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        code = EXIT_INPUT
+    except Exception as exc:
+        if not is_config_error(exc):
+            raise
+        print(f"harness: error: {describe_config_error(exc)}", file=sys.stderr)
+        code = EXIT_INPUT
+    if argv is None:
+        sys.exit(code)
+    return code
+
+
+if __name__ == "__main__":
+    main()

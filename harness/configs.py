@@ -1,0 +1,169 @@
+"""Typed structured configs of the config groups, registered in Hydra's ConfigStore.
+
+Every option file of a group starts with a defaults list naming its schema, e.g.::
+
+    # conf/gate/analytic.yaml
+    defaults:
+      - /schema_gate@_here_
+      - _self_
+
+so that an unknown key or a wrong type is rejected at composition. Schemas are stored
+as top-level ConfigStore entries named ``schema_<group>[_<kind>]`` (not as group
+options), so they do not clutter ``--help``. Family adapters register the schemas of
+their own sources, operators and integrators with :func:`store_schema` at import time;
+:func:`register_all` imports every family module.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+def store_schema(name: str, node: Any) -> None:
+    """Register ``node`` (a dataclass) as the top-level config ``schema_<name>``."""
+    ConfigStore.instance().store(name=f"schema_{name}", node=node)
+
+
+@dataclass
+class Band:
+    """Acceptance band of one metric.
+
+    pass if pass_min <= value <= pass_max; else warn if warn_min <= value <= warn_max;
+    else fail. A missing bound is open. NaN always fails.
+    """
+
+    pass_max: Optional[float] = None
+    warn_max: Optional[float] = None
+    pass_min: Optional[float] = None
+    warn_min: Optional[float] = None
+
+
+@dataclass
+class GateConf:
+    """``gate`` group: bands per metric; ``default`` applies to gated metrics without a band."""
+
+    name: str = MISSING
+    description: str = ""
+    default: Optional[Band] = None
+    bands: Dict[str, Band] = field(default_factory=dict)
+
+
+@dataclass
+class ToleranceConf:
+    """``tolerance`` group: numerical tolerances of solvers, geometry and quadrature."""
+
+    name: str = MISSING
+    description: str = ""
+    geometry: float = 1.0e-12  # relative, column sums vs exact ring areas
+    rtol: float = 1.0e-8  # relative tolerance of adaptive solvers
+    atol: float = 1.0e-10  # absolute tolerance of adaptive solvers
+    quadrature_order: int = 8  # Gauss points per direction where quadrature is used
+    newton_tol: float = 1.0e-10  # residual tolerance of Newton solves
+    extra: Dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class TrackingConf:
+    """``tracking`` group: where MLflow records go."""
+
+    name: str = MISSING
+    description: str = ""
+    enabled: bool = True
+    uri: str = MISSING  # absolute: sqlite:////abs/path.db or http://127.0.0.1:5000
+    artifact_root: Optional[str] = None  # for experiments created by the harness
+    experiment_prefix: str = "harness/"
+    timeout_s: float = 5.0  # reachability probe of a server store
+
+
+@dataclass
+class StudyConf:
+    """``study`` group: what a multirun sweep aggregates at its end.
+
+    parameter: the swept config key that sets the level (e.g. operator.surface.resolution)
+    metric:    the error metric whose observed order is computed
+    spacing:   how the grid spacing h follows the parameter: "inverse" (h = 1/value,
+               a resolution) or "direct" (h = value, a step size)
+    """
+
+    name: str = MISSING
+    kind: str = "convergence"  # convergence | envelope | table
+    description: str = ""
+    parameter: str = MISSING
+    metric: str = MISSING
+    spacing: str = "inverse"
+    expected_order: Optional[float] = None
+    order_tolerance: float = 0.2
+    gci_safety_factor: float = 1.25
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CaseConf:
+    """``case`` group (``# @package _global_`` files): a whole verification case.
+
+    adapter:     "harness.families.<family>:<function>" that runs the case
+    gates:       metric names judged by the gate group (the verdict is the worst)
+    key_metrics: metric names printed on the verdict line
+    params:      family-specific parameters of the case (validated by the family's
+                 schema when it registers one, else by its adapter)
+    """
+
+    name: str = MISSING
+    family: str = MISSING
+    adapter: str = MISSING
+    description: str = ""
+    gates: List[str] = field(default_factory=list)
+    key_metrics: List[str] = field(default_factory=list)
+    tags: Dict[str, str] = field(default_factory=dict)
+    params: Any = None
+
+
+@dataclass
+class PathsConf:
+    outputs: str = MISSING  # absolute directory for run dirs, store and artifacts
+
+
+@dataclass
+class HarnessConf:
+    """The root config. Groups without a schema of their own are typed by their options."""
+
+    paths: PathsConf = field(default_factory=PathsConf)
+    case: Optional[CaseConf] = None
+    source: Any = None
+    operator: Any = None
+    integrator: Any = None
+    tolerance: ToleranceConf = MISSING
+    gate: GateConf = MISSING
+    tracking: TrackingConf = MISSING
+    study: Optional[StudyConf] = None
+    suite: List[str] = field(default_factory=list)
+
+
+def register_core() -> None:
+    store_schema("harness", HarnessConf)
+    store_schema("gate", GateConf)
+    store_schema("tolerance", ToleranceConf)
+    store_schema("tracking", TrackingConf)
+    store_schema("study", StudyConf)
+    store_schema("case", CaseConf)
+
+
+_REGISTERED = False
+
+
+def register_all() -> None:
+    """Register the core schemas and import every family module (which registers its own)."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    register_core()
+    import harness.families as families
+
+    for mod in pkgutil.iter_modules(families.__path__):
+        importlib.import_module(f"harness.families.{mod.name}")
+    _REGISTERED = True

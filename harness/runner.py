@@ -1,0 +1,208 @@
+"""One case run: adapter -> metrics -> gates -> run directory records -> MLflow.
+
+The runner never raises for a failed gate or a crashed model: it returns an
+:class:`Outcome` whose ``exit_code`` the CLI uses (0 pass/warn, 1 fail, 2 invalid input).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import math
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from harness import gates as G
+from harness import tracking
+from harness.atomic import atomic_write_text
+from harness.context import CaseResult, HarnessInputError, RunContext, _json_default
+from harness.manifest import build_manifest, canonical_json, git_state, sha256_text
+
+log = logging.getLogger(__name__)
+
+# Keys that say where a run goes, not what it computes: excluded from the config hash.
+RUNTIME_KEYS = ("paths", "tracking", "hydra", "suite")
+
+STATUS_OK, STATUS_INVALID, STATUS_ERROR, STATUS_TRACKING = "ok", "invalid", "error", "tracking_error"
+
+
+@dataclass
+class Outcome:
+    """What a case run returns (the API contract)."""
+
+    case: str
+    verdict: str  # pass / warn / fail
+    metrics: Dict[str, float]
+    gates: Dict[str, str]
+    run_dir: Path
+    mlflow_run_id: Optional[str] = None
+    status: str = STATUS_OK  # ok / invalid / error / tracking_error
+    message: Optional[str] = None
+    key_metrics: List[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        if self.status in (STATUS_INVALID, STATUS_TRACKING):
+            return G.EXIT_INPUT
+        if self.status == STATUS_ERROR:
+            return G.EXIT_FAIL
+        return G.exit_code(self.verdict)
+
+    def line(self) -> str:
+        """The one line the CLI prints for this case."""
+        shown = [f"{k}={_fmt(self.metrics[k])}" for k in self.key_metrics if k in self.metrics]
+        parts = [self.case, self.verdict.upper() if self.status == STATUS_OK else self.status.upper(),
+                 *shown, f"run={self.mlflow_run_id or '-'}"]
+        if self.message:
+            parts.append(f"({self.message})")
+        return "  ".join(parts)
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"case": self.case, "verdict": self.verdict, "metrics": self.metrics,
+                "gates": self.gates, "run_dir": str(self.run_dir), "mlflow_run_id": self.mlflow_run_id,
+                "status": self.status, "message": self.message, "exit_code": self.exit_code}
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3e}" if isinstance(v, float) and v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e4) else f"{v:.4g}"
+
+
+def load_adapter(spec: str):
+    """Import ``"package.module:function"``."""
+    module, sep, name = spec.partition(":")
+    if not sep or not module or not name:
+        raise HarnessInputError(f"case.adapter: must be 'module:function', got {spec!r}")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise HarnessInputError(f"case.adapter: cannot load {spec!r}: {exc}") from exc
+    if not callable(fn):
+        raise HarnessInputError(f"case.adapter: {spec!r} is not callable")
+    return fn
+
+
+def resolved_container(cfg: DictConfig) -> Dict[str, Any]:
+    try:
+        return OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)  # type: ignore[return-value]
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None)
+        raise HarnessInputError(f"config: {key or '?'}: {str(exc).splitlines()[0]}") from exc
+
+
+def config_hash(resolved: Dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of the resolved config without runtime-only keys."""
+    return sha256_text(canonical_json({k: v for k, v in resolved.items() if k not in RUNTIME_KEYS}))
+
+
+def gate_bands(cfg: DictConfig):
+    gate = cfg.gate
+    default = None if gate.get("default") is None else G.Band.from_mapping(gate.default)
+    bands = {name: G.Band.from_mapping(b) for name, b in (gate.get("bands") or {}).items()}
+    return bands, default
+
+
+def run_case_config(cfg: DictConfig, run_dir: Path, *, command: Sequence[str] = (),
+                    overrides: Sequence[str] = (), parent_run_id: Optional[str] = None) -> Outcome:
+    """Run the composed case ``cfg`` in ``run_dir`` and record it; never raises for a gate."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    ctx = RunContext(run_dir=run_dir)
+    case_name = str(OmegaConf.select(cfg, "case.name", default="?"))
+    key_metrics = list(OmegaConf.select(cfg, "case.key_metrics", default=[]) or [])
+    status, message, result = STATUS_OK, None, CaseResult(metrics={})
+    resolved: Dict[str, Any] = {}
+    gate_results: Dict[str, G.GateResult] = {}
+    try:
+        if OmegaConf.select(cfg, "case") is None:
+            raise HarnessInputError("case: no case selected (use +case=FAMILY/NAME)")
+        with ctx.stage("resolve"):
+            resolved = resolved_container(cfg)
+            atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(
+                {k: v for k, v in resolved.items() if k != "hydra"})))
+            ctx.outputs.append((run_dir / "config.yaml").resolve())
+            adapter = load_adapter(cfg.case.adapter)
+        with ctx.stage("run"):
+            result = adapter(cfg, ctx)
+        if not isinstance(result, CaseResult):
+            raise TypeError(f"adapter {cfg.case.adapter} returned {type(result).__name__}, not CaseResult")
+        result.metrics = {k: float(v) for k, v in result.metrics.items()}
+        with ctx.stage("gates"):
+            bands, default = gate_bands(cfg)
+            try:
+                gate_results = G.judge(result.metrics, list(cfg.case.gates), bands, default)
+            except ValueError as exc:
+                raise HarnessInputError(f"gate.bands: {exc}") from exc
+    except HarnessInputError as exc:
+        status, message = STATUS_INVALID, str(exc)
+        log.error("%s: invalid input: %s", case_name, exc)
+    except Exception as exc:  # a crashed model is a failed run, recorded, not raised
+        status, message = STATUS_ERROR, f"{type(exc).__name__}: {exc}".splitlines()[0]
+        log.error("%s crashed:\n%s", case_name, traceback.format_exc())
+        result.info["traceback"] = traceback.format_exc()
+
+    verdict = G.worst(g.verdict for g in gate_results.values()) if status == STATUS_OK else G.FAIL
+    outcome = Outcome(case=case_name, verdict=verdict, metrics=dict(result.metrics),
+                      gates={k: g.verdict for k, g in gate_results.items()}, run_dir=run_dir,
+                      status=status, message=message, key_metrics=key_metrics)
+    config_sha = config_hash(resolved) if resolved else ""
+    with ctx.stage("records"):
+        _write_records(ctx, outcome, result, gate_results, resolved, config_sha, command, overrides)
+    _track(cfg, resolved, outcome, result, config_sha, parent_run_id)
+    atomic_write_text(run_dir / "outcome.json", json.dumps(outcome.as_dict(), indent=2, default=_json_default))
+    return outcome
+
+
+def _write_records(ctx: RunContext, outcome: Outcome, result: CaseResult, gate_results, resolved,
+                   config_sha: str, command, overrides) -> None:
+    run_dir = ctx.run_dir
+    metrics_doc = {"case": outcome.case, "verdict": outcome.verdict, "status": outcome.status,
+                   "metrics": outcome.metrics, "gates": {k: g.as_dict() for k, g in gate_results.items()}}
+    atomic_write_text(run_dir / "metrics.json", json.dumps(metrics_doc, indent=2, default=_json_default))
+    if result.series:
+        atomic_write_text(run_dir / "series.json", json.dumps(result.series, default=_json_default))
+    outputs = [p for p in ctx.outputs if p.name not in ("manifest.json",)]
+    outputs += [(run_dir / "metrics.json").resolve()]
+    if result.series:
+        outputs.append((run_dir / "series.json").resolve())
+    manifest = build_manifest(
+        case=outcome.case, command=command, overrides=overrides,
+        resolved_config={k: v for k, v in resolved.items() if k != "hydra"}, config_sha256=config_sha,
+        inputs=ctx.inputs, outputs=sorted(set(outputs)), run_dir=run_dir, timings=ctx.timings,
+        gates={k: g.as_dict() for k, g in gate_results.items()}, verdict=outcome.verdict,
+        metrics=outcome.metrics, info=result.info, status=outcome.status, error=outcome.message)
+    atomic_write_text(run_dir / "manifest.json", json.dumps(manifest, indent=2, default=_json_default))
+
+
+def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, config_sha: str,
+           parent_run_id: Optional[str]) -> None:
+    tcfg = OmegaConf.select(cfg, "tracking")
+    if tcfg is None or not tcfg.enabled:
+        return
+    family = str(OmegaConf.select(cfg, "case.family", default="unknown") or "unknown")
+    git = git_state()
+    tags = {"verdict": outcome.verdict, "case": outcome.case, "status": outcome.status,
+            "config_sha256": config_sha, "git_commit": git["commit"], "git_dirty": str(git["dirty"]),
+            "family": family, "run_dir": str(outcome.run_dir)}
+    tags.update({f"gate.{k}": v for k, v in outcome.gates.items()})
+    if outcome.message:
+        tags["message"] = outcome.message[:5000]
+    params = tracking.flatten({k: v for k, v in resolved.items() if k not in ("hydra",)})
+    try:
+        outcome.mlflow_run_id = tracking.record_run(
+            uri=str(tcfg.uri), artifact_root=tcfg.get("artifact_root"),
+            experiment=tracking.experiment_name(str(tcfg.experiment_prefix), family),
+            run_name=outcome.case, params=params,
+            metrics={k: v for k, v in outcome.metrics.items() if not math.isnan(v)} | {
+                f"gate_{k}": {"pass": 0.0, "warn": 1.0, "fail": 2.0}[v] for k, v in outcome.gates.items()},
+            series=result.series, tags=tags, artifacts_dir=outcome.run_dir,
+            status="FINISHED" if outcome.status == STATUS_OK else "FAILED",
+            parent_run_id=parent_run_id, timeout_s=float(tcfg.timeout_s))
+    except tracking.TrackingError as exc:
+        outcome.status = STATUS_TRACKING
+        outcome.message = f"{exc}; run directory complete at {outcome.run_dir}"
+        log.error("%s", outcome.message)

@@ -1,0 +1,237 @@
+"""Studies: a multirun sweep aggregated into a parent MLflow run.
+
+``StudyCallback`` (registered in conf/config.yaml) creates the sqlite store, the
+experiment and the parent run in the launching process before any job starts, and
+writes ``study_state.json`` in the sweep directory (tracking URI, parent run id) for the
+jobs. At the end it reads every job's ``outcome.json``, builds a pandera-validated
+table, computes what the study kind asks for and logs it on the parent run, which ends
+FAILED if any job failed.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import math
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from harness import gates as G
+from harness import metrics as M
+from harness import tracking
+from harness.atomic import atomic_write_text
+
+log = logging.getLogger(__name__)
+STATE_FILE = "study_state.json"
+
+
+def read_study_state(sweep_dir: Path) -> Optional[Dict[str, Any]]:
+    p = Path(sweep_dir) / STATE_FILE
+    if not p.is_file():
+        return None
+    return json.loads(p.read_text())
+
+
+def _family(config: DictConfig) -> str:
+    return str(OmegaConf.select(config, "case.family", default=None) or "study")
+
+
+class StudyCallback(Callback):
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        state: Dict[str, Any] = {"sweep_dir": str(sweep_dir), "parent_run_id": None, "tracking_uri": None}
+        t = OmegaConf.select(config, "tracking")
+        if t is not None and t.enabled:
+            uri = str(t.uri)
+            try:
+                tracking.probe(uri, float(t.timeout_s))
+                exp = tracking.ensure_experiment(uri, tracking.experiment_name(str(t.experiment_prefix),
+                                                                              _family(config)),
+                                                 t.get("artifact_root"))
+                study_name = str(OmegaConf.select(config, "study.name", default=None) or "sweep")
+                case = str(OmegaConf.select(config, "case.name", default="?"))
+                parent = tracking.start_run(uri, exp, f"study:{study_name}:{case}",
+                                            tags={"study": study_name, "case": case,
+                                                  "sweep_dir": str(sweep_dir), "kind": "study"})
+                state.update(parent_run_id=parent, tracking_uri=uri, experiment_id=exp)
+            except tracking.TrackingError as exc:
+                log.error("study: tracking disabled for this sweep: %s", exc)
+                state["tracking_error"] = str(exc)
+        atomic_write_text(sweep_dir / STATE_FILE, json.dumps(state, indent=2))
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        state = read_study_state(sweep_dir) or {}
+        summary = aggregate(sweep_dir, OmegaConf.select(config, "study"), _family(config))
+        print(summary_line(summary), flush=True)
+        uri, parent = state.get("tracking_uri"), state.get("parent_run_id")
+        if uri and parent:
+            try:
+                tracking.log_batch(uri, parent, metrics=summary["metrics"],
+                                   tags={"verdict": summary["verdict"], "n_jobs": str(summary["n_jobs"]),
+                                         "n_failed": str(summary["n_failed"])})
+                tracking.log_artifacts(uri, parent, sweep_dir / "study")
+                tracking.end_run(uri, parent, "FAILED" if summary["n_failed"] else "FINISHED")
+            except Exception as exc:  # the study files on disk stay complete
+                log.error("study: could not record the parent run: %s", exc)
+
+
+def summary_line(summary: Dict[str, Any]) -> str:
+    shown = "  ".join(f"{k}={v:.4g}" for k, v in summary["metrics"].items() if k.startswith(("observed_order", "gci")))
+    return f"study {summary['name']}  {summary['verdict'].upper()}  jobs={summary['n_jobs']} failed={summary['n_failed']}  {shown}"
+
+
+def collect_jobs(sweep_dir: Path) -> List[Dict[str, Any]]:
+    """Rows of the study table, one per job directory (``<sweep_dir>/<job_num>``)."""
+    import yaml
+
+    rows = []
+    for job_dir in sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()),
+                          key=lambda p: int(p.name)):
+        row: Dict[str, Any] = {"job": int(job_dir.name), "run_dir": str(job_dir)}
+        outcome_file = job_dir / "outcome.json"
+        overrides_file = job_dir / ".hydra" / "overrides.yaml"
+        if overrides_file.is_file():
+            row["overrides"] = yaml.safe_load(overrides_file.read_text()) or []
+        if outcome_file.is_file():
+            out = json.loads(outcome_file.read_text())
+            row.update(case=out["case"], status=out["status"], verdict=out["verdict"],
+                       mlflow_run_id=out.get("mlflow_run_id") or "", metrics=out["metrics"])
+        else:
+            row.update(case="?", status="error", verdict="fail", mlflow_run_id="", metrics={})
+        cfg_file = job_dir / "config.yaml"
+        row["config"] = yaml.safe_load(cfg_file.read_text()) if cfg_file.is_file() else {}
+        rows.append(row)
+    return rows
+
+
+def _select(d: Dict[str, Any], dotted: str) -> Any:
+    cur: Any = d
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def build_table(rows: List[Dict[str, Any]], parameter: Optional[str]):
+    """The study table: job, case, status, verdict, run id, parameter value, every metric."""
+    import pandas as pd
+
+    from schemas.study_table import study_table_schema
+
+    records = []
+    metric_names = sorted({k for r in rows for k in r["metrics"]})
+    for r in rows:
+        rec = {"job": r["job"], "case": r["case"], "status": r["status"], "verdict": r["verdict"],
+               "mlflow_run_id": r["mlflow_run_id"]}
+        if parameter:
+            v = _select(r["config"], parameter)
+            rec["parameter"] = float(v) if isinstance(v, (int, float)) else math.nan
+        for m in metric_names:
+            rec[m] = float(r["metrics"].get(m, math.nan))
+        records.append(rec)
+    df = pd.DataFrame.from_records(records)
+    return study_table_schema(metric_names, with_parameter=bool(parameter)).validate(df)
+
+
+def convergence(df, study: DictConfig, out_dir: Path) -> Dict[str, Any]:
+    """Observed order between each pair of levels, GCI for three or more, a log-log plot, a gate."""
+    ok = df[(df["status"] == "ok") & np.isfinite(df["parameter"]) & np.isfinite(df[study.metric])]
+    h = ok["parameter"].to_numpy(float)
+    if study.spacing == "inverse":
+        h = 1.0 / h
+    elif study.spacing != "direct":
+        raise ValueError(f"study.spacing: must be 'inverse' or 'direct', got {study.spacing!r}")
+    order = np.argsort(-h)  # coarse to fine
+    h, e = h[order], ok[study.metric].to_numpy(float)[order]
+    out: Dict[str, float] = {}
+    orders = []
+    for i in range(len(h) - 1):
+        p = M.observed_order(e[i], e[i + 1], h[i] / h[i + 1])
+        orders.append(p)
+        out[f"observed_order_{i}_{i + 1}"] = p
+    if orders:
+        out["observed_order"] = orders[-1]
+    functional = study.extra.get("functional", study.metric) if study.extra else study.metric
+    if len(h) >= 3 and functional in ok:
+        f = ok[functional].to_numpy(float)[order]
+        try:
+            g = M.gci(f[-1], f[-2], f[-3], h[-2] / h[-1], h[-3] / h[-2], study.gci_safety_factor)
+            out.update({f"gci_{k}": v for k, v in g.as_dict().items()})
+        except ValueError as exc:
+            log.warning("study: GCI not computed: %s", exc)
+    verdict = G.PASS
+    if study.expected_order is not None:
+        band = G.Band(pass_min=study.expected_order - study.order_tolerance,
+                      pass_max=study.expected_order + study.order_tolerance)
+        verdict = band.judge(out.get("observed_order", math.nan))
+    _plot_convergence(h, e, orders, study, out_dir / "convergence.png")
+    return {"metrics": out, "verdict": verdict}
+
+
+def _plot_convergence(h, e, orders, study, path: Path) -> None:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from harness.atomic import atomic_write_bytes
+
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.loglog(h, e, "o-", label=study.metric)
+    if len(h) >= 2 and orders and np.isfinite(orders[-1]) and e[-1] > 0:
+        ax.loglog(h, e[-1] * (h / h[-1]) ** orders[-1], "--", label=f"slope {orders[-1]:.3f}")
+    ax.set_xlabel("h (relative)" if study.spacing == "inverse" else "h")
+    ax.set_ylabel(study.metric)
+    ax.set_title(f"{study.name}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def aggregate(sweep_dir: Path, study: Optional[DictConfig], family: str) -> Dict[str, Any]:
+    """Aggregate a finished sweep; writes ``<sweep_dir>/study/`` (table.csv, study.json, plots)."""
+    out_dir = sweep_dir / "study"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = collect_jobs(sweep_dir)
+    parameter = str(study.parameter) if study is not None and study.get("parameter") else None
+    df = build_table(rows, parameter)
+    n_failed = int((df["status"] != "ok").sum()) if len(df) else 0
+    result: Dict[str, Any] = {"metrics": {}, "verdict": G.PASS}
+    if study is not None and len(df):
+        kind = str(study.kind)
+        if kind == "convergence":
+            result = convergence(df, study, out_dir)
+        elif kind != "table":
+            module = importlib.import_module(f"harness.families.{family}")
+            fn = getattr(module, kind, None)
+            if fn is None:
+                raise ValueError(f"study.kind: {kind!r} is neither built in nor a function of harness.families.{family}")
+            raw = fn(df, out_dir) or {}
+            result = raw if "metrics" in raw else {"metrics": {k: float(v) for k, v in raw.items()
+                                                               if isinstance(v, (int, float))}}
+            result.setdefault("verdict", G.PASS)
+    job_verdicts = list(df["verdict"]) if len(df) else []
+    verdict = G.worst([result["verdict"], *job_verdicts])
+    if n_failed:
+        verdict = G.FAIL
+    summary = {"name": str(study.name) if study is not None else "sweep", "n_jobs": int(len(df)),
+               "n_failed": n_failed, "verdict": verdict,
+               "metrics": {k: float(v) for k, v in result["metrics"].items()},
+               "jobs": df.to_dict(orient="records")}
+    with open(out_dir / ".table.csv.tmp", "w") as fh:
+        df.to_csv(fh, index=False)
+    (out_dir / ".table.csv.tmp").replace(out_dir / "table.csv")
+    atomic_write_text(out_dir / "study.json", json.dumps(summary, indent=2, default=str))
+    return summary

@@ -1,0 +1,180 @@
+"""MLflow records: experiments per family, batch logging, parent and child runs.
+
+Only this module (and the study callback) talks to MLflow. Every call goes through an
+explicit ``MlflowClient(tracking_uri)``, never the global fluent state, so a worker can
+be handed the URI and the parent run id explicitly.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from urllib.parse import urlparse
+
+log = logging.getLogger(__name__)
+
+MAX_PARAMS_PER_BATCH = 100
+MAX_METRICS_PER_BATCH = 1000
+MAX_TAGS_PER_BATCH = 100
+MAX_PARAM_VALUE = 6000
+
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+
+
+class TrackingError(RuntimeError):
+    """The MLflow store cannot be reached or written."""
+
+
+def flatten(d: Any, prefix: str = "") -> Dict[str, str]:
+    """Flatten a nested mapping/list into ``a.b.0.c -> str(value)`` pairs."""
+    out: Dict[str, str] = {}
+    if isinstance(d, Mapping):
+        for k, v in d.items():
+            out.update(flatten(v, f"{prefix}{k}."))
+    elif isinstance(d, (list, tuple)):
+        if all(not isinstance(v, (Mapping, list, tuple)) for v in d):
+            out[prefix[:-1]] = str(list(d))
+        else:
+            for i, v in enumerate(d):
+                out.update(flatten(v, f"{prefix}{i}."))
+    else:
+        out[prefix[:-1]] = str(d)
+    return out
+
+
+def experiment_name(prefix: str, family: str) -> str:
+    return f"{prefix}{family}"
+
+
+def probe(uri: str, timeout_s: float = 5.0) -> None:
+    """Raise TrackingError if the store at ``uri`` is clearly unusable.
+
+    sqlite: the database directory must exist or be creatable. http(s): a TCP connection
+    to the host must open within ``timeout_s``.
+    """
+    parsed = urlparse(uri)
+    if parsed.scheme == "sqlite":
+        path = Path(uri[len("sqlite:///"):])
+        if not path.is_absolute():
+            raise TrackingError(f"tracking.uri: sqlite path must be absolute, got {uri!r}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TrackingError(f"tracking.uri: cannot create {path.parent}: {exc}") from exc
+        if not os.access(path.parent, os.W_OK):
+            raise TrackingError(f"tracking.uri: directory {path.parent} is not writable")
+    elif parsed.scheme in ("http", "https"):
+        host = parsed.hostname or "127.0.0.1"
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                pass
+        except OSError as exc:
+            raise TrackingError(f"tracking store {uri} unreachable: {exc}") from exc
+
+
+def client(uri: str):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def ensure_experiment(uri: str, name: str, artifact_root: Optional[str]) -> str:
+    """The id of experiment ``name``, created (with its artifact location) if absent."""
+    from mlflow.exceptions import MlflowException
+
+    c = client(uri)
+    exp = c.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    location = None
+    if artifact_root:
+        safe = name.replace("/", "_")
+        location = Path(artifact_root, safe).as_uri() if not artifact_root.startswith(("s3:", "http", "file:")) else f"{artifact_root.rstrip('/')}/{safe}"
+    try:
+        return c.create_experiment(name, artifact_location=location)
+    except MlflowException:  # created concurrently by another process
+        exp = c.get_experiment_by_name(name)
+        if exp is None:
+            raise
+        return exp.experiment_id
+
+
+def _chunks(seq: Sequence, n: int) -> Iterable[Sequence]:
+    for i in range(0, len(seq), n):
+        yield seq[i:i + n]
+
+
+def log_batch(uri: str, run_id: str, *, params: Mapping[str, str] = (),
+              metrics: Mapping[str, float] = (), series: Mapping[str, Sequence[float]] = (),
+              tags: Mapping[str, str] = ()) -> None:
+    """Log params, metrics (step 0), metric histories and tags in batches."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    c = client(uri)
+    now = int(time.time() * 1000)
+    p = [Param(k[:250], str(v)[:MAX_PARAM_VALUE]) for k, v in dict(params).items()]
+    m: List[Metric] = [Metric(k, _finite(v), now, 0) for k, v in dict(metrics).items()]
+    for name, values in dict(series).items():
+        m.extend(Metric(name, _finite(v), now, i) for i, v in enumerate(values))
+    t = [RunTag(k, str(v)) for k, v in dict(tags).items()]
+    for chunk in _chunks(p, MAX_PARAMS_PER_BATCH):
+        c.log_batch(run_id, params=list(chunk))
+    for chunk in _chunks(m, MAX_METRICS_PER_BATCH):
+        c.log_batch(run_id, metrics=list(chunk))
+    for chunk in _chunks(t, MAX_TAGS_PER_BATCH):
+        c.log_batch(run_id, tags=list(chunk))
+
+
+def _finite(v: Any) -> float:
+    """MLflow stores NaN; map ±inf to ±1e308 so the value survives the store."""
+    x = float(v)
+    if math.isinf(x):
+        return math.copysign(1e308, x)
+    return x
+
+
+def start_run(uri: str, experiment_id: str, run_name: str, parent_run_id: Optional[str] = None,
+              tags: Optional[Mapping[str, str]] = None) -> str:
+    all_tags = dict(tags or {})
+    if parent_run_id:
+        all_tags["mlflow.parentRunId"] = parent_run_id
+    run = client(uri).create_run(experiment_id, run_name=run_name, tags=all_tags)
+    return run.info.run_id
+
+
+def end_run(uri: str, run_id: str, status: str = "FINISHED") -> None:
+    client(uri).set_terminated(run_id, status=status)
+
+
+def log_artifacts(uri: str, run_id: str, directory: Path) -> None:
+    client(uri).log_artifacts(run_id, str(directory))
+
+
+def record_run(*, uri: str, artifact_root: Optional[str], experiment: str, run_name: str,
+               params: Mapping[str, str], metrics: Mapping[str, float],
+               series: Mapping[str, Sequence[float]], tags: Mapping[str, str],
+               artifacts_dir: Path, status: str, parent_run_id: Optional[str] = None,
+               timeout_s: float = 5.0) -> str:
+    """Create one MLflow run holding everything of a case run; returns its run id.
+
+    Raises TrackingError with a one-line reason when the store is unreachable.
+    """
+    from mlflow.exceptions import MlflowException
+
+    probe(uri, timeout_s)
+    try:
+        exp_id = ensure_experiment(uri, experiment, artifact_root)
+        run_id = start_run(uri, exp_id, run_name, parent_run_id)
+        log_batch(uri, run_id, params=params, metrics=metrics, series=series, tags=tags)
+        log_artifacts(uri, run_id, artifacts_dir)
+        end_run(uri, run_id, status)
+        return run_id
+    except (MlflowException, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TrackingError(f"tracking store {uri}: {first}") from exc
