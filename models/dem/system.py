@@ -1,0 +1,362 @@
+"""A DEM system of spheres (dim=3) or disks (dim=2) with rigid walls and gravity.
+
+State layout for the Verlet-family steppers (:mod:`models.integrators.verlet`):
+``q = [x; theta]`` and ``u = [v; omega]``, arrays of shape (2N, 3): positions (m), accumulated
+rotation angles (rad, unused by the forces), velocities (m/s), angular velocities (rad/s).
+:meth:`DEMSystem.accel` returns ``[F/m + g; T/I]``. Disks live in the plane z = 0: their
+z force and in-plane torques are zeroed, mass ``rho pi R^2 L`` (thickness L, default 2R),
+inertia ``m R^2 / 2``; spheres have ``m = rho 4/3 pi R^3``, ``I = (2/5) m R^2``.
+
+Contact geometry for the pair (i, j), unit normal ``n`` from i to j: overlap
+``delta = R_i + R_j - |x_j - x_i|``; relative velocity at the contact
+``v_rel = v_i - v_j + omega_i x (R_i n) + omega_j x (R_j n)``; approach rate ``v_rel . n``.
+The tangential spring ``xi`` (history) is rotated onto the current tangent plane, advanced
+by ``v_t dt`` and cut back to the Coulomb limit. ``accel`` advances the history and the
+walls by one step ``dt`` per call (the stepper contract calls it once per step).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from models.dem.closed_forms import hertz_impact, linear_impact
+from models.dem.laws import ContactLaw, elastic_energy, normal_force, tangential_stiffness
+from models.dem.materials import (DEMInputError, Material, check_positive, effective_modulus,
+                                  effective_radius, effective_shear_modulus)
+from models.dem.neighbors import NeighborList
+from models.dem.walls import Wall
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ContactSet:
+    """Active contacts of one evaluation: indices, overlaps (m), normal forces (N)."""
+
+    i: np.ndarray
+    j: np.ndarray  # particle index, or wall index for wall contacts
+    delta: np.ndarray
+    fn: np.ndarray
+    fn_raw: np.ndarray  # before clamping at zero
+
+
+class DEMSystem:
+    """Particles, walls, one contact law, gravity; ``accel(t, q, u)`` for the steppers.
+
+    radius (N,) m; positions (N, 3) m; velocities (N, 3) m/s; omegas (N, 3) rad/s;
+    material: particle Material; walls: list of Wall; gravity (3,) m/s^2; dt: step (s).
+    max_initial_overlap: largest accepted initial overlap / smaller radius (-).
+    dt_fraction: dt must not exceed this fraction of the estimated contact time at ``v_ref``
+    (m/s) unless ``allow_large_dt``.
+    """
+
+    def __init__(self, radius, positions, material: Material, law: ContactLaw, dt: float,
+                 velocities=None, omegas=None, walls: Optional[Sequence[Wall]] = None,
+                 gravity=(0.0, 0.0, 0.0), dim: int = 3, thickness=None,
+                 max_initial_overlap: float = 0.02, dt_fraction: float = 0.1,
+                 v_ref: Optional[float] = None, allow_large_dt: bool = False, skin: Optional[float] = None):
+        if dim not in (2, 3):
+            raise DEMInputError(f"dim: must be 2 or 3, got {dim!r}")
+        self.dim = dim
+        self.radius = np.array(radius, dtype=np.float64).reshape(-1)
+        N = self.radius.size
+        if N < 1:
+            raise DEMInputError("radius: need at least one particle")
+        check_positive("radius", self.radius)
+        self.N = N
+        self.x0 = _as_n3(positions, N, "positions")
+        self.v0 = _as_n3(velocities, N, "velocities")
+        self.w0 = _as_n3(omegas, N, "omegas")
+        self.material, self.law = material, law
+        self.walls: List[Wall] = list(walls or [])
+        self.g = np.array(gravity, dtype=np.float64).reshape(3)
+        dt = float(dt)
+        if not np.isfinite(dt) or dt <= 0:
+            raise DEMInputError(f"dt: must be > 0 s, got {dt!r}")
+        self.dt = dt
+        rho = material.density
+        if dim == 3:
+            self.mass = rho * 4.0 / 3.0 * np.pi * self.radius ** 3
+            self.inertia = 0.4 * self.mass * self.radius ** 2
+        else:
+            L = 2.0 * self.radius if thickness is None else np.broadcast_to(np.asarray(thickness, float), (N,))
+            check_positive("thickness", L)
+            self.mass = rho * np.pi * self.radius ** 2 * L
+            self.inertia = 0.5 * self.mass * self.radius ** 2
+            for name, arr in (("positions", self.x0), ("velocities", self.v0)):
+                if np.any(arr[:, 2] != 0):
+                    raise DEMInputError(f"{name}: disks (dim=2) need z components equal to 0")
+            if np.any(self.w0[:, :2] != 0):
+                raise DEMInputError("omegas: disks (dim=2) spin about z only; x and y components must be 0")
+        self.E_pp = float(effective_modulus(material.E, material.nu, material.E, material.nu))
+        self.G_pp = float(effective_shear_modulus(material.E, material.nu, material.E, material.nu))
+        self.E_w = np.array([float(effective_modulus(material.E, material.nu, *_wall_elastic(w)))
+                             for w in self.walls])
+        self.G_w = np.array([float(effective_shear_modulus(material.E, material.nu, *_wall_elastic(w)))
+                             for w in self.walls])
+        self.nlist = NeighborList(self.radius, 0.2 * float(self.radius.min()) if skin is None else skin)
+        self._hist_pp = (np.empty(0, np.int64), np.empty((0, 3)))
+        self._hist_pw = (np.empty(0, np.int64), np.empty((0, 3)))
+        self._t_last: Optional[float] = None
+        self.wall_force = np.zeros((len(self.walls), 3))
+        self.contacts_pp: Optional[ContactSet] = None
+        self.contacts_pw: Optional[ContactSet] = None
+        self.dissipated = 0.0  # J, work of dashpots and friction (rate integrated per step)
+        self._check_overlaps(max_initial_overlap)
+        self.t_contact = self.contact_time_estimate(v_ref)
+        if dt > dt_fraction * self.t_contact and not allow_large_dt:
+            raise DEMInputError(
+                f"dt: {dt:.4g} s exceeds {dt_fraction:g} x the estimated contact time {self.t_contact:.4g} s "
+                f"(limit {dt_fraction * self.t_contact:.4g} s); set allow_large_dt to override")
+
+    # -- set-up checks -------------------------------------------------------------------
+    def _check_overlaps(self, limit: float) -> None:
+        pairs = self.nlist.update(self.x0)
+        if pairs.size:
+            i, j = pairs[:, 0], pairs[:, 1]
+            d = np.linalg.norm(self.x0[j] - self.x0[i], axis=1)
+            rel = (self.radius[i] + self.radius[j] - d) / np.minimum(self.radius[i], self.radius[j])
+            k = int(np.argmax(rel))
+            if rel[k] > limit:
+                raise DEMInputError(
+                    f"positions: initial overlap of particles {i[k]} and {j[k]} is {rel[k]:.4g} x the smaller "
+                    f"radius, above the limit max_initial_overlap={limit:g}")
+        for w_idx, w in enumerate(self.walls):
+            dist = (self.x0 - w.p) @ w.n
+            rel = (self.radius - dist) / self.radius
+            inside = (dist > 0) & self._in_bounds(w, self.x0)
+            if np.any(inside & (rel > limit)):
+                k = int(np.argmax(np.where(inside, rel, -np.inf)))
+                raise DEMInputError(
+                    f"positions: initial overlap of particle {k} with wall {w.name!r} is {rel[k]:.4g} x its "
+                    f"radius, above the limit max_initial_overlap={limit:g}")
+
+    def contact_time_estimate(self, v_ref: Optional[float] = None) -> float:
+        """Shortest elastic contact time (s) of the smallest particle at speed ``v_ref`` (m/s)."""
+        if v_ref is None:
+            speeds = [np.max(np.linalg.norm(self.v0, axis=1)), np.sqrt(np.linalg.norm(self.g) * self.radius.max())]
+            speeds += [np.linalg.norm(w.v) for w in self.walls]
+            v_ref = max(max(speeds), 1e-3)
+        k = int(np.argmin(self.radius))
+        m, R = float(self.mass[k]), float(self.radius[k])
+        if self.law.is_hertzian:
+            times = [hertz_impact(self.E_pp, R / 2.0, m / 2.0, v_ref).duration]
+            times += [hertz_impact(float(E), R, m, v_ref).duration for E in self.E_w]
+        else:
+            times = [linear_impact(self.law.k_n, m / 2.0, v_ref).duration, linear_impact(self.law.k_n, m, v_ref).duration]
+        return float(min(times))
+
+    # -- state -----------------------------------------------------------------------------
+    def initial_state(self):
+        """``(q0, u0)`` arrays (2N, 3) for the steppers."""
+        q0 = np.vstack([self.x0, np.zeros((self.N, 3))])
+        u0 = np.vstack([self.v0, self.w0])
+        return q0, u0
+
+    @staticmethod
+    def _in_bounds(w: Wall, x: np.ndarray) -> np.ndarray:
+        if w.axis is None:
+            return np.ones(x.shape[0], dtype=bool)
+        rel = x[:, w.axis] - w.p[w.axis]
+        return (rel >= w.bounds[0]) & (rel <= w.bounds[1])
+
+    def _advance_walls(self, t: float) -> None:
+        if self._t_last is None:
+            self._t_last = t
+            return
+        h = t - self._t_last
+        self._t_last = t
+        for k, w in enumerate(self.walls):
+            if w.servo is not None:
+                F = float(-self.wall_force[k] @ w.n)  # push of the particles on the wall, N
+                speed = np.clip(w.servo.gain * (w.servo.target_force - F), -w.servo.v_max, w.servo.v_max)
+                w.v = speed * w.n
+            w.p = w.p + w.v * h
+
+    # -- forces ---------------------------------------------------------------------------
+    def accel(self, t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Accelerations ``[F/m + g; T/I]`` (2N, 3); advances walls and contact history by dt."""
+        N = self.N
+        x, v, w = q[:N], u[:N], u[N:]
+        self._advance_walls(t)
+        F = np.zeros((N, 3))
+        T = np.zeros((N, 3))
+        self._pair_forces(x, v, w, F, T)
+        self._wall_forces(x, v, w, F, T)
+        a = F / self.mass[:, None] + self.g
+        alpha = T / self.inertia[:, None]
+        if self.dim == 2:
+            a[:, 2] = 0.0
+            alpha[:, :2] = 0.0
+        return np.vstack([a, alpha])
+
+    def _tangential(self, hist, keys, n, vrel, vn, delta, k_tan_n, Gstar, Rstar, fn):
+        """Tangential forces on the first body (M, 3) and the updated history."""
+        law = self.law
+        M = keys.size
+        if law.tangential == "none" or M == 0:
+            return np.zeros((M, 3)), (np.empty(0, np.int64), np.empty((0, 3)))
+        old_keys, old_xi = hist
+        xi = np.zeros((M, 3))
+        if old_keys.size:
+            pos = np.searchsorted(old_keys, keys)
+            pos_c = np.minimum(pos, old_keys.size - 1)
+            found = old_keys[pos_c] == keys
+            xi[found] = old_xi[pos_c[found]]
+        # rotate the spring onto the current tangent plane, keeping its length
+        mag = np.linalg.norm(xi, axis=1)
+        xi = xi - np.sum(xi * n, axis=1)[:, None] * n
+        mag_new = np.linalg.norm(xi, axis=1)
+        scale = np.divide(mag, mag_new, out=np.ones_like(mag), where=mag_new > 0)
+        xi *= scale[:, None]
+        vt = vrel - vn[:, None] * n
+        xi += vt * self.dt
+        kt = tangential_stiffness(law, delta, k_tan_n, Gstar, Rstar)
+        ft = -kt[:, None] * xi
+        ft_mag = np.linalg.norm(ft, axis=1)
+        limit = law.friction * fn
+        slip = ft_mag > limit
+        if np.any(slip):
+            s = np.divide(limit[slip], ft_mag[slip], out=np.zeros(int(slip.sum())), where=ft_mag[slip] > 0)
+            ft[slip] *= s[:, None]
+            xi[slip] = np.divide(-ft[slip], kt[slip, None], out=np.zeros((int(slip.sum()), 3)),
+                                 where=kt[slip, None] > 0)
+        self.dissipated += float(np.sum(np.abs(np.sum(ft[slip] * vt[slip], axis=1)))) * self.dt
+        return ft, (keys, xi)
+
+    def _rolling(self, w_rel, Rstar, fn):
+        mu_r = self.law.rolling_friction
+        if mu_r == 0.0 or w_rel.shape[0] == 0:
+            return np.zeros_like(w_rel)
+        mag = np.linalg.norm(w_rel, axis=1)
+        unit = np.divide(w_rel, mag[:, None], out=np.zeros_like(w_rel), where=mag[:, None] > 0)
+        return -(mu_r * Rstar * fn)[:, None] * unit
+
+    def _pair_forces(self, x, v, w, F, T) -> None:
+        pairs = self.nlist.update(x)
+        law, r, N = self.law, self.radius, self.N
+        if pairs.size == 0:
+            self.contacts_pp = ContactSet(*(np.empty(0, np.int64),) * 2, *(np.empty(0),) * 3)
+            self._hist_pp = (np.empty(0, np.int64), np.empty((0, 3)))
+            return
+        i, j = pairs[:, 0], pairs[:, 1]
+        d_vec = x[j] - x[i]
+        dist = np.linalg.norm(d_vec, axis=1)
+        delta = r[i] + r[j] - dist
+        on = delta > 0
+        i, j, d_vec, dist, delta = i[on], j[on], d_vec[on], dist[on], delta[on]
+        n = d_vec / dist[:, None]
+        Ri, Rj = r[i][:, None], r[j][:, None]
+        vrel = v[i] - v[j] + np.cross(w[i], Ri * n) + np.cross(w[j], Rj * n)
+        vn = np.sum(vrel * n, axis=1)
+        Rstar = effective_radius(r[i], r[j])
+        mstar = self.mass[i] * self.mass[j] / (self.mass[i] + self.mass[j])
+        Estar = self.E_pp
+        fn_raw, k_tan = normal_force(law, delta, vn, Estar, Rstar, mstar, clamp=False)
+        fn = fn_raw if law.attractive else np.maximum(fn_raw, 0.0)
+        keys = i * N + j
+        ft, self._hist_pp = self._tangential(self._hist_pp, keys, n, vrel, vn, delta, k_tan, self.G_pp, Rstar, fn)
+        fi = -fn[:, None] * n + ft
+        np.add.at(F, i, fi)
+        np.add.at(F, j, -fi)
+        ti = np.cross(Ri * n, ft)
+        tj = np.cross(Rj * n, ft)
+        mr = self._rolling(w[i] - w[j], Rstar, fn)
+        np.add.at(T, i, ti + mr)
+        np.add.at(T, j, tj - mr)
+        if not law.is_elastic:
+            self.dissipated += float(np.sum((fn - self._elastic_force(delta, Estar, Rstar)) * vn)) * self.dt
+        self.contacts_pp = ContactSet(i, j, delta, fn, fn_raw)
+
+    def _elastic_force(self, delta, Estar, Rstar):
+        if self.law.is_hertzian:
+            return 4.0 / 3.0 * Estar * np.sqrt(Rstar) * delta ** 1.5
+        return self.law.k_n * delta
+
+    def _wall_forces(self, x, v, w, F, T) -> None:
+        law, r, N, W = self.law, self.radius, self.N, len(self.walls)
+        self.wall_force = np.zeros((W, 3))
+        if W == 0:
+            self.contacts_pw = None
+            return
+        P = np.array([wl.p for wl in self.walls])
+        Nrm = np.array([wl.n for wl in self.walls])
+        Vw = np.array([wl.v for wl in self.walls])
+        dist = x @ Nrm.T - np.sum(P * Nrm, axis=1)[None, :]  # (N, W)
+        inside = (dist > 0) & (dist < r[:, None])
+        for k, wl in enumerate(self.walls):
+            if wl.axis is not None:
+                inside[:, k] &= self._in_bounds(wl, x)
+        i, k = np.nonzero(inside)
+        if i.size == 0:
+            self.contacts_pw = ContactSet(i, k, np.empty(0), np.empty(0), np.empty(0))
+            self._hist_pw = (np.empty(0, np.int64), np.empty((0, 3)))
+            return
+        delta = r[i] - dist[i, k]
+        n = -Nrm[k]  # from particle to wall
+        Ri = r[i][:, None]
+        vrel = v[i] - Vw[k] + np.cross(w[i], Ri * n)
+        vn = np.sum(vrel * n, axis=1)
+        Rstar, mstar, Estar = r[i], self.mass[i], self.E_w[k]
+        fn_raw, k_tan = normal_force(law, delta, vn, Estar, Rstar, mstar, clamp=False)
+        fn = fn_raw if law.attractive else np.maximum(fn_raw, 0.0)
+        keys = i * W + k
+        order = np.argsort(keys)
+        i, k, keys, delta, n, vrel, vn = i[order], k[order], keys[order], delta[order], n[order], vrel[order], vn[order]
+        Rstar, mstar, Estar, fn, fn_raw, k_tan = (a[order] for a in (Rstar, mstar, Estar, fn, fn_raw, k_tan))
+        ft, self._hist_pw = self._tangential(self._hist_pw, keys, n, vrel, vn, delta, k_tan, self.G_w[k], Rstar, fn)
+        fi = -fn[:, None] * n + ft
+        np.add.at(F, i, fi)
+        np.add.at(self.wall_force, k, -fi)
+        mr = self._rolling(w[i], Rstar, fn)
+        np.add.at(T, i, np.cross(Ri * n, ft) + mr)
+        if not law.is_elastic:
+            self.dissipated += float(np.sum((fn - self._elastic_force(delta, Estar, Rstar)) * vn)) * self.dt
+        self.contacts_pw = ContactSet(i, k, delta, fn, fn_raw)
+
+    # -- energy ---------------------------------------------------------------------------
+    def energy(self, q: np.ndarray, u: np.ndarray) -> dict:
+        """Kinetic, rotational, normal-spring, gravity energies (J) at the state (q, u).
+
+        The contact energy is recomputed from the positions (walls at their current place);
+        tangential springs are not included.
+        """
+        N = self.N
+        x, v, w = q[:N], u[:N], u[N:]
+        kin = 0.5 * float(np.sum(self.mass * np.sum(v * v, axis=1)))
+        rot = 0.5 * float(np.sum(self.inertia * np.sum(w * w, axis=1)))
+        grav = -float(np.sum(self.mass * (x @ self.g)))
+        el = 0.0
+        pairs = self.nlist.update(x)
+        if pairs.size:
+            i, j = pairs[:, 0], pairs[:, 1]
+            delta = self.radius[i] + self.radius[j] - np.linalg.norm(x[j] - x[i], axis=1)
+            on = delta > 0
+            el += float(np.sum(elastic_energy(self.law, delta[on], self.E_pp,
+                                              effective_radius(self.radius[i][on], self.radius[j][on]))))
+        for k, wl in enumerate(self.walls):
+            dist = (x - wl.p) @ wl.n
+            on = (dist > 0) & (dist < self.radius) & self._in_bounds(wl, x)
+            el += float(np.sum(elastic_energy(self.law, self.radius[on] - dist[on], self.E_w[k], self.radius[on])))
+        return {"kinetic": kin, "rotational": rot, "elastic": el, "gravity": grav,
+                "total": kin + rot + el + grav}
+
+
+def _wall_elastic(w: Wall):
+    return (None, None) if w.material is None else (w.material.E, w.material.nu)
+
+
+def _as_n3(arr, N: int, name: str) -> np.ndarray:
+    if arr is None:
+        return np.zeros((N, 3))
+    a = np.array(arr, dtype=np.float64)
+    if a.shape == (N, 2):
+        a = np.hstack([a, np.zeros((N, 1))])
+    if a.shape != (N, 3):
+        raise DEMInputError(f"{name}: expected shape ({N}, 3), got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise DEMInputError(f"{name}: must be finite")
+    return a
