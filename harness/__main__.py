@@ -83,6 +83,8 @@ def run_suite(overrides: Sequence[str]) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let composition errors reach us, to exit 2
     try:
         if not _selects_case(args) and not _hydra_flag(args):

@@ -89,7 +89,7 @@ def describe_config_error(exc: BaseException) -> str:
             if not ln or ln.startswith(("full_key", "object_type", "reference_type", "To append",
                                         "Set the environment")):
                 continue
-            if ln not in reasons:
+            if ln not in reasons and "$VALUE" not in ln:
                 reasons.append(ln)
     reason = "; ".join(reasons[:3]) if reasons else type(exc).__name__
     parts = []

@@ -16,6 +16,7 @@ their own sources, operators and integrators with :func:`store_schema` at import
 from __future__ import annotations
 
 import importlib
+import logging
 import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
@@ -165,5 +166,8 @@ def register_all() -> None:
     import harness.families as families
 
     for mod in pkgutil.iter_modules(families.__path__):
-        importlib.import_module(f"harness.families.{mod.name}")
+        try:
+            importlib.import_module(f"harness.families.{mod.name}")
+        except Exception as exc:  # one broken family must not take the others down
+            logging.getLogger(__name__).warning("family module harness.families.%s not loaded: %s", mod.name, exc)
     _REGISTERED = True

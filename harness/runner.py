@@ -139,7 +139,7 @@ def run_case_config(cfg: DictConfig, run_dir: Path, *, command: Sequence[str] = 
                 raise HarnessInputError(f"gate.bands: {exc}") from exc
     except HarnessInputError as exc:
         status, message = STATUS_INVALID, str(exc)
-        log.error("%s: invalid input: %s", case_name, exc)
+        log.info("%s: invalid input: %s", case_name, exc)
     except Exception as exc:  # a crashed model is a failed run, recorded, not raised
         status, message = STATUS_ERROR, f"{type(exc).__name__}: {exc}".splitlines()[0]
         log.error("%s crashed:\n%s", case_name, traceback.format_exc())

@@ -1,0 +1,121 @@
+"""Run directory records (metrics, manifest, config) and the MLflow run of one case."""
+import hashlib
+import json
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from harness import run_case
+from harness.context import HarnessInputError
+from harness.manifest import canonical_json
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def outcome(harness_env, tracking_uri):
+    return run_case("load_transfer/triangular_pulse", overrides=["source.n_rings=20"], tracking_uri=tracking_uri)
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_outcome_contract(outcome):
+    assert outcome.verdict == "pass" and outcome.status == "ok" and outcome.exit_code == 0
+    assert set(outcome.gates) == {"e_F", "e_J", "e_F_closed", "e_J_closed"}
+    assert all(isinstance(v, float) for v in outcome.metrics.values())
+    assert outcome.metrics["e_J"] < 1e-10 and outcome.metrics["e_F"] < 1e-10
+    assert Path(outcome.run_dir).is_dir() and len(outcome.mlflow_run_id) == 32
+
+
+def test_metrics_json(outcome):
+    doc = json.loads((outcome.run_dir / "metrics.json").read_text())
+    assert doc["verdict"] == "pass"
+    assert doc["metrics"]["e_J"] == outcome.metrics["e_J"]
+    assert doc["gates"]["e_J"]["band"]["pass_max"] == 1e-10 and doc["gates"]["e_J"]["verdict"] == "pass"
+
+
+def test_manifest_fields(outcome):
+    m = json.loads((outcome.run_dir / "manifest.json").read_text())
+    assert m["case"] == "load_transfer/triangular_pulse" and m["verdict"] == "pass"
+    assert "+case=load_transfer/triangular_pulse" in m["overrides"] and "source.n_rings=20" in m["overrides"]
+    assert m["command"]
+    cfg = m["config"]
+    assert cfg["source"]["n_rings"] == 20
+    runtime = ("paths", "tracking", "hydra", "suite")
+    assert m["config_sha256"] == hashlib.sha256(
+        canonical_json({k: v for k, v in cfg.items() if k not in runtime}).encode()).hexdigest()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    assert m["git"]["commit"] == (head or "unknown") and isinstance(m["git"]["dirty"], (bool, type(None)))
+    assert m["packages"]["numpy"] == np.__version__ and m["packages"]["mlflow"] == metadata.version("mlflow")
+    assert m["platform"]["python"] == sys.version.split()[0]
+    names = {r["path"]: r for r in m["outputs"]}
+    for name in ("config.yaml", "metrics.json", "forces.json", "force.png"):
+        assert names[name]["sha256"] == sha(outcome.run_dir / name), name
+        assert names[name]["size"] == (outcome.run_dir / name).stat().st_size
+    for stage in ("resolve", "run", "gates", "source", "operator", "time_average", "apply"):
+        assert m["timings_s"][stage] >= 0.0, stage
+    assert m["metrics"]["e_F"]["gate"]["verdict"] == "pass"
+    assert m["metrics"]["e_F"]["gate"]["band"]["pass_max"] == 1e-10
+    assert "gate" not in m["metrics"]["J_M"]
+
+
+def test_resolved_config_file(outcome):
+    cfg = yaml.safe_load((outcome.run_dir / "config.yaml").read_text())
+    assert cfg["case"]["name"] == "load_transfer/triangular_pulse" and cfg["source"]["pulse"] == "triangular"
+
+
+def test_mlflow_run(outcome, tracking_uri):
+    c = MlflowClient(tracking_uri)
+    run = c.get_run(outcome.mlflow_run_id)
+    assert c.get_experiment(run.info.experiment_id).name == "harness/load_transfer"
+    assert run.info.status == "FINISHED"
+    assert run.data.params["source.n_rings"] == "20" and run.data.params["gate.name"] == "analytic"
+    assert run.data.metrics["e_J"] == pytest.approx(outcome.metrics["e_J"], abs=0)
+    m = json.loads((outcome.run_dir / "manifest.json").read_text())
+    tags = run.data.tags
+    assert tags["verdict"] == "pass" and tags["case"] == "load_transfer/triangular_pulse"
+    assert tags["config_sha256"] == m["config_sha256"] and tags["git_commit"] == m["git"]["commit"]
+    assert tags["git_dirty"] == str(m["git"]["dirty"])
+    artifacts = {a.path for a in c.list_artifacts(outcome.mlflow_run_id)}
+    assert {"manifest.json", "metrics.json", "config.yaml", "forces.json", "force.png", "series.json"} <= artifacts
+    history = c.get_metric_history(outcome.mlflow_run_id, "F_M")
+    assert len(history) == 100
+
+
+def test_config_hash_follows_the_config_not_the_outputs(harness_env, tmp_path):
+    a = run_case("load_transfer/sign", overrides=["tracking=none"])
+    b = run_case("load_transfer/sign", overrides=["tracking=none", f"paths.outputs={tmp_path}"])
+    c = run_case("load_transfer/sign", overrides=["tracking=none", "source.p0=2e5"])
+    h = lambda o: json.loads((o.run_dir / "manifest.json").read_text())["config_sha256"]
+    assert h(a) == h(b) != h(c)
+    assert Path(b.run_dir).is_relative_to(tmp_path)
+
+
+def test_crashing_model_is_a_recorded_failure(harness_env, tracking_uri):
+    out = run_case("load_transfer/uniform_pressure", overrides=["case.adapter=harness.families.load_transfer:op_surface"],
+                   tracking_uri=tracking_uri)
+    assert out.status == "error" and out.verdict == "fail" and out.exit_code == 1
+    assert "TypeError" in out.message
+    m = json.loads((out.run_dir / "manifest.json").read_text())
+    assert m["status"] == "error" and "Traceback" in m["info"]["traceback"]
+    assert MlflowClient(tracking_uri).get_run(out.mlflow_run_id).info.status == "FAILED"
+
+
+def test_bad_input_inside_a_case_is_exit_2(harness_env):
+    out = run_case("load_transfer/uniform_pressure", overrides=["tracking=none", "integrator.t0=-0.5"])
+    assert out.status == "invalid" and out.exit_code == 2
+    assert out.message.startswith("integrator: ") and "history" in out.message
+    assert (out.run_dir / "manifest.json").is_file() and not list(out.run_dir.glob(".*.tmp"))
+
+
+def test_unknown_case_raises_one_line(harness_env):
+    with pytest.raises(HarnessInputError, match=r"unknown case 'load_transfer/nope'"):
+        run_case("load_transfer/nope")
