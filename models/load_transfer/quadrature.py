@@ -1,0 +1,112 @@
+"""Polar Gauss quadrature over (convex polygon ∩ annulus) about the load axis.
+
+For a convex polygon and an annulus [r_lo, r_hi] centred on the axis, every ray from the axis
+meets the region in one interval [max(ρ_in, r_lo), min(ρ_out, r_hi)]. Between the angular break
+points (the polygon vertices and the edge–circle intersections with r_lo and r_hi) the limits
+are smooth, so Gauss–Legendre of order q in θ and in ρ converges exponentially. The Jacobian
+ρ dρ dθ vanishes at the axis, so integrands like N_a (x − x_c)/r = N_a cos θ never see 1/r.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .clipping import TWO_PI, cross2, _edge_circle
+
+
+def _wrap(a: np.ndarray) -> np.ndarray:
+    """Wrap angles to (−π, π]."""
+    return np.pi - np.mod(np.pi - a, TWO_PI)
+
+
+def polar_points(V: np.ndarray, r_lo: np.ndarray, r_hi: np.ndarray, order: int):
+    """Quadrature points of the regions V[p] ∩ {r_lo[p] <= r <= r_hi[p]}.
+
+    V     : (P, K, 2) convex ccw polygons relative to the axis, m.
+    r_lo, r_hi : (P,) annulus radii, m.
+    order : Gauss–Legendre points per direction and per angular sub-interval.
+    Returns (piece (N,), x (N, 2) m, u (N, 2) = (cos θ, sin θ), w (N,) m^2) such that
+    Σ w f(x) ≈ ∫ f dA over each piece.
+    """
+    P, K, _ = V.shape
+    order = int(order)
+    if order < 1:
+        raise ValueError(f"quadrature_order: must be >= 1, got {order}")
+    g, gw = np.polynomial.legendre.leggauss(order)
+    A = V
+    d = np.roll(V, -1, axis=1) - A
+    cr_axis = cross2(A, d)
+    strictly_in = np.all(cr_axis > 0.0, axis=1)
+    centre = V.mean(axis=1)
+    ref = np.where(strictly_in, 0.0, np.arctan2(centre[:, 1], centre[:, 0]))
+    scale = np.sqrt(np.einsum("pkj,pkj->pk", V, V)).max(axis=1)
+    # break points: vertices (except one sitting on the axis) and edge–circle intersections
+    vert = np.arctan2(V[..., 1], V[..., 0])
+    vert = np.where(np.hypot(V[..., 0], V[..., 1]) > 1e-14 * scale[:, None], vert, np.nan)
+    brk = [vert]
+    for r in (r_lo, r_hi):
+        rr = np.broadcast_to(r[:, None], (P, K))
+        t1, t2, cut = _edge_circle(A, d, rr)
+        for t in (t1, t2):
+            ok = cut & (t >= 0.0) & (t <= 1.0) & (rr > 0.0)
+            p = A + t[..., None] * d
+            brk.append(np.where(ok, np.arctan2(p[..., 1], p[..., 0]), np.nan))
+    phi = np.concatenate(brk, axis=1) - ref[:, None]
+    phi = np.where(strictly_in[:, None], np.mod(phi, TWO_PI), _wrap(phi))
+    ends = np.where(strictly_in[:, None], np.array([[0.0, TWO_PI]]), np.nan)
+    phi = np.sort(np.concatenate([phi, ends], axis=1), axis=1)  # NaN last
+    a, b = phi[:, :-1], phi[:, 1:]
+    good = np.isfinite(a) & np.isfinite(b) & (b > a)
+    pi, si = np.nonzero(good)
+    a, b = a[pi, si], b[pi, si]
+    # angular Gauss points
+    th = ref[pi, None] + 0.5 * (a + b)[:, None] + 0.5 * (b - a)[:, None] * g[None, :]  # (S, q)
+    wth = 0.5 * (b - a)[:, None] * gw[None, :]
+    u = np.stack([np.cos(th), np.sin(th)], axis=-1)  # (S, q, 2)
+    # ray–polygon interval from the half-planes n_k · x <= c_k (n_k outward)
+    nrm = np.stack([d[..., 1], -d[..., 0]], axis=-1)[pi]  # (S, K, 2)
+    c = np.einsum("skj,skj->sk", nrm, A[pi])
+    nu = np.einsum("sqj,skj->sqk", u, nrm)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = c[:, None, :] / nu
+    upper = np.where(nu > 0.0, bound, np.inf).min(axis=2)
+    lower = np.where(nu < 0.0, bound, -np.inf).max(axis=2)
+    lo = np.maximum(np.maximum(lower, 0.0), r_lo[pi, None])
+    hi = np.minimum(upper, r_hi[pi, None])
+    length = np.maximum(hi - lo, 0.0)
+    rho = lo[..., None] + 0.5 * length[..., None] * (1.0 + g[None, None, :])  # (S, q, q)
+    w = wth[..., None] * (0.5 * length[..., None] * gw[None, None, :]) * rho
+    x = rho[..., None] * u[:, :, None, :]
+    uu = np.broadcast_to(u[:, :, None, :], x.shape)
+    piece = np.broadcast_to(pi[:, None, None], rho.shape)
+    keep = (w > 0.0).ravel()
+    return (piece.ravel()[keep], x.reshape(-1, 2)[keep], uu.reshape(-1, 2)[keep], w.ravel()[keep])
+
+
+def bilinear_shape(V: np.ndarray, x: np.ndarray, iterations: int = 30, tol: float = 1e-14):
+    """Bilinear shape functions of convex quads V (N, 4, 2) at points x (N, 2) (inverse map by Newton).
+
+    Reference square [-1, 1]^2, nodes (−1,−1), (1,−1), (1,1), (−1,1) in element order.
+    Returns N (N, 4) and the maximum Newton residual relative to the element size.
+    """
+    xi = np.zeros(x.shape[0])
+    eta = np.zeros(x.shape[0])
+    sx = np.array([-1.0, 1.0, 1.0, -1.0])
+    sy = np.array([-1.0, -1.0, 1.0, 1.0])
+    size = np.sqrt(np.einsum("nj,nj->n", V[:, 2] - V[:, 0], V[:, 2] - V[:, 0]))
+    for _ in range(iterations):
+        N = 0.25 * (1.0 + sx * xi[:, None]) * (1.0 + sy * eta[:, None])
+        dNx = 0.25 * sx * (1.0 + sy * eta[:, None])
+        dNe = 0.25 * sy * (1.0 + sx * xi[:, None])
+        res = np.einsum("na,naj->nj", N, V) - x
+        jx = np.einsum("na,naj->nj", dNx, V)
+        je = np.einsum("na,naj->nj", dNe, V)
+        det = jx[:, 0] * je[:, 1] - jx[:, 1] * je[:, 0]
+        dxi = (je[:, 1] * res[:, 0] - je[:, 0] * res[:, 1]) / det
+        deta = (-jx[:, 1] * res[:, 0] + jx[:, 0] * res[:, 1]) / det
+        xi -= dxi
+        eta -= deta
+        if np.max(np.abs(res).max(axis=1) / size, initial=0.0) < tol:
+            break
+    N = 0.25 * (1.0 + sx * xi[:, None]) * (1.0 + sy * eta[:, None])
+    res = np.einsum("na,naj->nj", N, V) - x
+    return N, float(np.max(np.abs(res).max(axis=1) / size, initial=0.0))

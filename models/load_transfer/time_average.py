@@ -1,0 +1,107 @@
+"""Exact step averages of a piecewise-linear history (impulse-conserving time synchronisation).
+
+For target steps [t_n, t_{n+1}] that need not align with the source knots, the step value is
+the exact mean of the piecewise-linear interpolant, p^{n+1/2} = (1/dt) int p_lin dt, so that the
+impulse of the target equals the impulse of the source. Repeated knots are jumps.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+class OutOfHistoryError(ValueError):
+    """A target step lies (partly) outside the source history span."""
+
+
+def _cumulative(time: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """C_k = int_{t_0}^{t_k} p_lin dt (trapezoids are exact for linear pieces), (Nt, m)."""
+    dt = np.diff(time)[:, None]
+    pieces = 0.5 * dt * (values[1:] + values[:-1])
+    out = np.zeros_like(values)
+    np.cumsum(pieces, axis=0, out=out[1:])
+    return out
+
+
+def _integral_to(time, values, cum, t):
+    """I(t) = int_{t_0}^{t} p_lin dt for t in [t_0, t_end] (vectorised), shape (len(t), m)."""
+    nt = time.size
+    k = np.searchsorted(time, t, side="right") - 1
+    k = np.clip(k, 0, nt - 2)
+    width = time[k + 1] - time[k]
+    s = t - time[k]
+    theta = np.divide(s, width, out=np.zeros_like(s), where=width > 0.0)
+    v0, v1 = values[k], values[k + 1]
+    v_t = v0 + theta[:, None] * (v1 - v0)
+    return cum[k] + s[:, None] * 0.5 * (v0 + v_t)
+
+
+def exact_time_average(time, values, t_edges, *, unloaded_ends: bool = False) -> np.ndarray:
+    """Exact mean of the piecewise-linear interpolant over every step [t_n, t_{n+1}].
+
+    time     : (Nt,) s knots, non-decreasing (a repeated knot is a jump).
+    values   : (Nt, ...) knot values (any trailing shape, e.g. (Nt, Nr) Pa).
+    t_edges  : (Nsteps+1,) s step edges, strictly increasing.
+    unloaded_ends : values are zero outside [time[0], time[-1]]; otherwise a step outside that
+               span raises OutOfHistoryError.
+    Returns (Nsteps, ...) step means. Vectorised: cumulative integral + searchsorted.
+    """
+    time = np.asarray(time, dtype=np.float64)
+    vals = np.asarray(values, dtype=np.float64)
+    edges = np.asarray(t_edges, dtype=np.float64)
+    if time.ndim != 1 or time.size < 2:
+        raise ValueError(f"time: must be 1-D with >= 2 knots, got shape {time.shape}")
+    if np.any(np.diff(time) < 0.0) or not np.all(np.isfinite(time)):
+        raise ValueError("time: must be finite and non-decreasing")
+    if vals.shape[:1] != time.shape:
+        raise ValueError(f"values: leading dimension must equal len(time)={time.size}, got shape {vals.shape}")
+    if edges.ndim != 1 or edges.size < 2:
+        raise ValueError(f"t_edges: must be 1-D with >= 2 edges, got shape {edges.shape}")
+    if not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0.0):
+        raise ValueError("t_edges: must be finite and strictly increasing")
+    trailing = vals.shape[1:]
+    flat = vals.reshape(time.size, -1)
+    t0, t1 = time[0], time[-1]
+    if not unloaded_ends:
+        bad = np.flatnonzero((edges[:-1] < t0) | (edges[1:] > t1))
+        if bad.size:
+            n = int(bad[0])
+            raise OutOfHistoryError(
+                f"t_edges: step {n} [{edges[n]!r}, {edges[n + 1]!r}] s lies outside the history span "
+                f"[{t0!r}, {t1!r}] s ({bad.size} step(s) outside); the source does not certify "
+                f"unloaded ends (unloaded_ends=False)"
+            )
+    # zero outside the span: clipping the integration limits is exact.
+    te = np.clip(edges, t0, t1)
+    cum = _cumulative(time, flat)
+    integ = _integral_to(time, flat, cum, te)
+    dt = np.diff(edges)[:, None]
+    means = (integ[1:] - integ[:-1]) / dt
+    return means.reshape((edges.size - 1,) + trailing)
+
+
+def step_edges(t0: float, dt: float, n_steps: int) -> np.ndarray:
+    """Uniform step edges t0 + n dt, n = 0..n_steps, s."""
+    if not (np.isfinite(dt) and dt > 0.0):
+        raise ValueError(f"dt: must be a positive finite step in s, got {dt!r}")
+    if int(n_steps) != n_steps or int(n_steps) < 1:
+        raise ValueError(f"n_steps: must be an integer >= 1, got {n_steps!r}")
+    return float(t0) + float(dt) * np.arange(int(n_steps) + 1, dtype=np.float64)
+
+
+def step_times_for_end(t_end: float, dt: float, *, t0: float = 0.0) -> np.ndarray:
+    """Uniform edges t0, t0+dt, ..., t0+N dt covering [t0, t_end] with N = round((t_end-t0)/dt).
+
+    (t_end - t0)/dt must be an integer to 1e-9; (Kratos' end_time = (N - 1/2) dt rule belongs
+    to the exporter, not here.)
+    """
+    span = float(t_end) - float(t0)
+    if not (np.isfinite(span) and span > 0.0):
+        raise ValueError(f"t_end: must be > t0={t0!r}, got {t_end!r}")
+    n = int(round(span / float(dt)))
+    if n < 1 or abs(n * float(dt) - span) > 1e-9 * float(dt) * max(n, 1):
+        raise ValueError(f"t_end: (t_end - t0)/dt must be a positive integer, got {span / float(dt)!r}")
+    return step_edges(t0, dt, n)
