@@ -59,6 +59,7 @@ class BeamResponse:
     strain: np.ndarray
     W_ext: np.ndarray
     W_constraint: np.ndarray
+    slider_w: np.ndarray  # w(s(t)) [m], the slider constraint value (0 up to round-off)
     wall_time_s: float
     stats: Dict[str, float] = field(default_factory=dict)
 
@@ -170,9 +171,12 @@ class SlidingBeamProblem:
         if rows is not None:
             sd = self.slider.velocity(t)
             if basis is None:
-                slope = np.einsum("tk,tk->t", rows.dn, res.q[np.arange(t.size)[:, None], rows.dofs])
+                qe = res.q[np.arange(t.size)[:, None], rows.dofs]
+                slope = np.einsum("tk,tk->t", rows.dn, qe)
+                w_s = np.einsum("tk,tk->t", rows.n, qe)
             else:
                 slope = np.einsum("tr,tr->t", rows.project(basis.Psi, "dn"), res.q)
+                w_s = np.einsum("tr,tr->t", dae.C[:, 0, :], res.q)
             # power of the constraint force −Cᵀλ on the beam: −λᵀ C q̇ = λᵀ Ċ q = λ_s ṡ w′(s)
             P_c = res.lam[:, -1] * sd * slope
             W_c = _cumtrapz(t, P_c)
@@ -180,10 +184,11 @@ class SlidingBeamProblem:
         else:
             W_c = np.zeros(t.size)
             s = np.full(t.size, np.nan)
+            w_s = np.zeros(t.size)
         stats = dict(res.stats)
         stats["online_wall_time_s"] = wall
         return BeamResponse("reduced" if basis is not None else "full", t, w, w[:, -1], s, res.lam,
-                            kin, strain, W_ext, W_c, wall, stats)
+                            kin, strain, W_ext, W_c, w_s, wall, stats)
 
 
 def _row(rows, k: int, n: int, which: str) -> np.ndarray:
