@@ -21,6 +21,7 @@ so a solver failure is a result, never a crash.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
@@ -294,7 +295,7 @@ class _Counted:
             raise IntegratorFailure(f"field evaluation raised {type(exc).__name__}: {exc}", "field", t) from exc
         finally:
             self.stats.t_rhs += time.perf_counter() - start
-        if out.shape != (self.n,) or not np.all(np.isfinite(out)):
+        if out.shape != (self.n,) or not _finite(out):
             raise IntegratorFailure(f"field returned a non-finite value or shape {out.shape} at t={t:.6g}", "field", t)
         return out
 
@@ -310,7 +311,7 @@ class _Counted:
             raise IntegratorFailure(f"f_t evaluation raised {type(exc).__name__}: {exc}", "field", t) from exc
         finally:
             self.stats.t_rhs += time.perf_counter() - start
-        if out.shape != (self.n,) or not np.all(np.isfinite(out)):
+        if out.shape != (self.n,) or not _finite(out):
             raise IntegratorFailure(f"f_t returned a non-finite value at t={t:.6g}", "field", t)
         return out
 
@@ -327,9 +328,14 @@ class _Counted:
             raise IntegratorFailure(f"Jacobian evaluation raised {type(exc).__name__}: {exc}", "jacobian", t) from exc
         finally:
             self.stats.t_jac += time.perf_counter() - start
-        if out.shape != (self.n, self.n) or not np.all(np.isfinite(out)):
+        if out.shape != (self.n, self.n) or not _finite(out):
             raise IntegratorFailure(f"Jacobian non-finite or shape {out.shape} at t={t:.6g}", "jacobian", t)
         return out
+
+
+def _finite(a: Array) -> bool:
+    """True if every entry of ``a`` is finite (one reduction; an overflowing sum counts as non-finite)."""
+    return math.isfinite(float(np.add.reduce(a, axis=None)))
 
 
 def _check_t_eval(t_eval: Optional[Sequence[float]], t_span: Tuple[float, float]) -> Array:

@@ -1,0 +1,402 @@
+"""Adapter of the integrator family (seed 004): ROS2, CVODE and scipy on the stiff test set.
+
+Adapters (``case.adapter``):
+
+* ``run``            one integrator on one test problem: scd against the published /
+                     closed-form reference, statistics, wall time. A solver failure is a
+                     result (``success = 0``, scd NaN, reason in the info), never a crash.
+* ``run_ft_effect``  ROS2 fixed step on a non-autonomous stiff problem with and without the
+                     f_t term: both errors and their ratio.
+* ``bench``          ros2_adaptive (analytic / sensitivity Jacobian) against scipy Radau and BDF
+                     in the same run: wall-time ratios and ROS2's per-step overhead.
+
+``work_precision(table, out_dir)`` aggregates a work-precision sweep (study kind
+``work_precision``): table + plots of scd against nfev, njev, nlu and wall time.
+
+case.params (``run``):
+  problem:        name in models.integrators.problems (required)
+  problem_params: dict of keyword arguments of the problem factory (optional)
+  rtol:           overrides the integrator's rtol (adaptive integrators); atol = atol_ratio * rtol
+  atol_ratio:     default: the problem's atol / rtol
+  residual_jacobian / fd_options: passed to the integrator (``jacobian``: analytic|fd|sensitivity|auto)
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from harness import metrics as M
+from harness.configs import store_schema
+from harness.context import CaseResult, HarnessInputError, RunContext
+
+log = logging.getLogger(__name__)
+
+
+# -- integrator group schemas -----------------------------------------------------------------
+@dataclass
+class ROS2Conf:
+    """ROS2 fixed step: exactly one of h [s] and n_steps."""
+
+    _target_: str = "models.integrators.rosenbrock.ROS2"
+    h: Optional[float] = None
+    n_steps: Optional[int] = None
+    time_derivative: str = "auto"  # auto | fd | none
+    jacobian: str = "auto"  # auto | analytic | fd | sensitivity (residual form)
+    fd_options: Optional[Dict[str, Any]] = None
+
+
+@dataclass
+class ROS2AdaptiveConf:
+    """ROS2 with embedded error estimate and step control (tolerances per state by name)."""
+
+    _target_: str = "models.integrators.rosenbrock.ROS2Adaptive"
+    rtol: float = 1.0e-6
+    atol: float = 1.0e-8
+    rtol_by_name: Optional[Dict[str, float]] = None
+    atol_by_name: Optional[Dict[str, float]] = None
+    h0: Optional[float] = None  # s; None = automatic starting step
+    h_min: float = 0.0  # s
+    h_max: float = math.inf  # s
+    max_steps: int = 200000  # attempts
+    safety: float = 0.9
+    fac_min: float = 0.2
+    fac_max: float = 5.0
+    time_derivative: str = "auto"
+    jacobian: str = "auto"
+    fd_options: Optional[Dict[str, Any]] = None
+
+
+@dataclass
+class CVODEConf:
+    """SUNDIALS CVODE BDF, dense linear solver (scikit-sundae)."""
+
+    _target_: str = "models.integrators.sundials.CVODEBDF"
+    rtol: float = 1.0e-6
+    atol: float = 1.0e-8
+    atol_by_name: Optional[Dict[str, float]] = None
+    max_num_steps: int = 100000  # per output interval
+    max_step: float = 0.0  # s, 0 = unbounded
+    first_step: float = 0.0  # s, 0 = CVODE's estimate
+    max_order: int = 5
+    jacobian: str = "auto"
+    fd_options: Optional[Dict[str, Any]] = None
+
+
+@dataclass
+class ScipyIVPConf:
+    """scipy.integrate Radau / BDF / LSODA (``_target_`` picks the method)."""
+
+    _target_: str = "models.integrators.scipy_ivp.ScipyRadau"
+    rtol: float = 1.0e-6
+    atol: float = 1.0e-8
+    atol_by_name: Optional[Dict[str, float]] = None
+    first_step: Optional[float] = None
+    max_step: float = math.inf
+    max_steps: int = 1000000
+    jacobian: str = "auto"
+    fd_options: Optional[Dict[str, Any]] = None
+
+
+store_schema("integrator_ros2", ROS2Conf)
+store_schema("integrator_ros2_adaptive", ROS2AdaptiveConf)
+store_schema("integrator_cvode", CVODEConf)
+store_schema("integrator_scipy_ivp", ScipyIVPConf)
+
+STAT_FIELDS = ("n_steps", "n_accepted", "n_rejected", "nfev", "njev", "nlu", "n_residual_solves")
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _params(cfg: DictConfig) -> Dict[str, Any]:
+    p = OmegaConf.select(cfg, "case.params")
+    if p is None:
+        raise HarnessInputError("case.params: required (at least case.params.problem)")
+    out = OmegaConf.to_container(p, resolve=True) if isinstance(p, DictConfig) else dict(p)
+    if not isinstance(out, dict):
+        raise HarnessInputError("case.params: must be a mapping")
+    return out
+
+
+def _problem(params: Dict[str, Any]):
+    from models.integrators.problems import available_problems, get_problem
+
+    name = params.get("problem")
+    if not isinstance(name, str) or name not in available_problems():
+        raise HarnessInputError(f"case.params.problem: must be one of {available_problems()}, got {name!r}")
+    pp = params.get("problem_params") or {}
+    if not isinstance(pp, dict):
+        raise HarnessInputError("case.params.problem_params: must be a mapping")
+    try:
+        return get_problem(name, **pp)
+    except (TypeError, ValueError) as exc:
+        raise HarnessInputError(f"case.params.problem_params: {exc}") from exc
+
+
+def _integrator(node: DictConfig, tp, params: Dict[str, Any], **extra: Any):
+    """Instantiate the integrator; adaptive tolerances from case.params.rtol when given."""
+    from hydra.utils import instantiate
+
+    if node is None or OmegaConf.select(node, "_target_") is None:
+        raise HarnessInputError("integrator: choose an integrator option (e.g. integrator=ros2_adaptive)")
+    kw: Dict[str, Any] = dict(extra)
+    rtol = params.get("rtol")
+    if rtol is not None:
+        if "rtol" not in node:
+            raise HarnessInputError("case.params.rtol: the chosen integrator has no rtol (fixed step)")
+        rtol = float(rtol)
+        if not (0 < rtol < 1):
+            raise HarnessInputError(f"case.params.rtol: must be in (0, 1), got {rtol}")
+        ratio = float(params.get("atol_ratio", tp.atol / tp.rtol))
+        if not ratio > 0:
+            raise HarnessInputError("case.params.atol_ratio: must be > 0")
+        kw.update(rtol=rtol, atol=ratio * rtol)
+    try:
+        return instantiate(node, **kw)
+    except Exception as exc:
+        cause = exc.__cause__ or exc
+        if isinstance(cause, (ValueError, TypeError)):
+            raise HarnessInputError(f"integrator: {str(cause).splitlines()[0]}") from exc
+        raise
+
+
+def _solve(integ, tp, ctx: Optional[RunContext] = None):
+    try:
+        if ctx is None:
+            return integ.solve(tp.problem, tp.t_eval)
+        with ctx.stage("solve"):
+            return integ.solve(tp.problem, tp.t_eval)
+    except ValueError as exc:  # bad options detected at solve time (names, tolerances)
+        raise HarnessInputError(f"integrator: {exc}") from exc
+
+
+def scd_end(sol, tp) -> float:
+    """scd at the last output time over states (|y_ref| > scd_floor) and referenced z entries."""
+    if not sol.success or len(sol.t) != len(tp.t_eval):
+        return math.nan
+    y_ref = tp.reference_at_end()
+    y, yr = [sol.y[-1]], [y_ref]
+    if tp.z_ref is not None and sol.z is not None:
+        z_ref = np.asarray(tp.z_ref)
+        z_ref = z_ref if z_ref.ndim == 1 else z_ref[-1]
+        keep = np.isfinite(z_ref)
+        y.append(sol.z[-1][keep])
+        yr.append(z_ref[keep])
+    y_all, yr_all = np.concatenate(y), np.concatenate(yr)
+    keep = np.abs(yr_all) > tp.scd_floor
+    return M.scd(y_all[keep], yr_all[keep])
+
+
+def max_rel_error(sol, tp) -> float:
+    """max over outputs and states of |y - y_ref| / max|y_ref| (problems with a full trajectory)."""
+    y_ref = np.asarray(tp.y_ref)
+    if not sol.success or y_ref.ndim != 2 or sol.y.shape != y_ref.shape:
+        return math.nan
+    return float(np.max(np.abs(sol.y - y_ref)) / np.max(np.abs(y_ref)))
+
+
+def _codes() -> Dict[str, Dict[str, int]]:
+    from models.integrators import available
+    from models.integrators.problems import available_problems
+
+    return {"integrator": {n: i for i, n in enumerate(available())},
+            "problem": {n: i for i, n in enumerate(available_problems())}}
+
+
+def _result_metrics(sol, tp, integ, wall: float) -> Dict[str, float]:
+    st = sol.stats
+    not_rep = set(sol.diagnostics.get("not_reported", []))
+    m: Dict[str, float] = {k: (math.nan if k in not_rep else float(getattr(st, k))) for k in STAT_FIELDS}
+    m.update(
+        success=1.0 if sol.success else 0.0,
+        scd=scd_end(sol, tp),
+        max_rel_error=max_rel_error(sol, tp),
+        wall_time=wall,
+        t_rhs=st.t_rhs,
+        t_jac=st.t_jac,
+    )
+    if st.n_steps:
+        m["overhead_per_step_us"] = (st.t_total - st.t_rhs - st.t_jac) / st.n_steps * 1e6
+    rtol = getattr(integ, "options", {}).get("rtol")
+    m["rtol"] = float(rtol) if rtol is not None else math.nan
+    codes = _codes()
+    m["integrator_id"] = float(codes["integrator"].get(integ.name, -1))
+    m["problem_id"] = float(codes["problem"].get(tp.name, -1))
+    return m
+
+
+# -- adapters ---------------------------------------------------------------------------------
+def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
+    """One integrator on one test problem."""
+    params = _params(cfg)
+    tp = _problem(params)
+    integ = _integrator(cfg.integrator, tp, params)
+    start = time.perf_counter()
+    sol = _solve(integ, tp, ctx)
+    wall = time.perf_counter() - start
+    metrics = _result_metrics(sol, tp, integ, wall)
+    if not sol.success:
+        log.warning("integrators: %s on %s failed: %s", integ.name, tp.name, sol.failure_reason)
+    ctx.write_json("solution.json", {"t": sol.t, "y": sol.y, "z": sol.z, "y_ref": tp.y_ref,
+                                     "stats": sol.stats.as_dict(), "success": sol.success,
+                                     "failure_reason": sol.failure_reason})
+    info = {"integrator": integ.name, "problem": tp.name, "reference": tp.reference,
+            "failure_reason": sol.failure_reason, "diagnostics": sol.diagnostics,
+            "options": {k: v for k, v in integ.options.items() if k != "fd_options"}}
+    return CaseResult(metrics=metrics, info=info)
+
+
+def run_ft_effect(cfg: DictConfig, ctx: RunContext) -> CaseResult:
+    """ROS2 with and without f_t on the same grid: errors at every output and their ratio."""
+    params = _params(cfg)
+    tp = _problem(params)
+    out: Dict[str, float] = {}
+    for mode in ("auto", "none"):
+        integ = _integrator(cfg.integrator, tp, params, time_derivative=mode)
+        sol = _solve(integ, tp, ctx)
+        key = "kept" if mode == "auto" else "dropped"
+        out[f"success_{key}"] = 1.0 if sol.success else 0.0
+        out[f"err_ft_{key}"] = max_rel_error(sol, tp)
+        out[f"nfev_{key}"] = float(sol.stats.nfev)
+    out["err_ratio_dropped_to_kept"] = out["err_ft_dropped"] / out["err_ft_kept"] if out["err_ft_kept"] > 0 else math.inf
+    return CaseResult(metrics=out, info={"problem": tp.name, "reference": tp.reference})
+
+
+def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
+    """Wall-time ratios ROS2 / scipy Radau / BDF at equal tolerances, ROS2 per-step overhead.
+
+    case.params: problems (list), rtols (list), repeats (int). For each (problem, rtol):
+    ros2_adaptive with the analytic Jacobian and with the residual-form sensitivity
+    Jacobian (the problem wrapped as R = z - f(t, y)), scipy Radau and BDF; best of
+    ``repeats`` wall times. Logged: ratio_ros2_to_radau_<p>_<rtol>, scd of each, and the
+    overhead per step (time per step minus time in f and J) of ros2 with analytic J.
+    """
+    from models.integrators import get
+    from models.integrators.base import ResidualProblem
+    from models.integrators.problems import get_problem
+
+    params = _params(cfg)
+    problems = params.get("problems", ["hires", "rober", "pollu"])
+    rtols = params.get("rtols", [1e-3, 1e-4])
+    repeats = int(params.get("repeats", 3))
+    if repeats < 1:
+        raise HarnessInputError("case.params.repeats: must be >= 1")
+    metrics: Dict[str, float] = {}
+    rows: List[Dict[str, Any]] = []
+    overheads, n_states = [], []
+    for pname in problems:
+        tp = _problem({"problem": pname})
+        ode = tp.problem
+        if isinstance(ode, ResidualProblem):
+            raise HarnessInputError(f"case.params.problems: {pname} is residual-form; use ODE problems")
+        res = ResidualProblem(lambda t, y, z, f=ode.rhs: z - f(t, y), ode.y0, ode.rhs(ode.t_span[0], ode.y0),
+                              ode.t_span, jac_z=lambda t, y, z, n=ode.n: np.eye(n),
+                              jac_y=lambda t, y, z, J=ode.jac: -J(t, y), jac_t=lambda t, y, z, n=ode.n: np.zeros(n),
+                              names=ode.names, newton_tol=1e-13)
+        from models.integrators.problems import TestProblem
+
+        tp_res = TestProblem(tp.name, res, tp.t_eval, tp.y_ref, tp.reference, tp.scd_floor)
+        for rtol in rtols:
+            atol = tp.atol / tp.rtol * float(rtol)
+            variants = {
+                "ros2": (get("ros2_adaptive")(rtol=rtol, atol=atol, jacobian="analytic"), tp),
+                "ros2_sens": (get("ros2_adaptive")(rtol=rtol, atol=atol, jacobian="sensitivity"), tp_res),
+                "radau": (get("scipy_radau")(rtol=rtol, atol=atol), tp),
+                "bdf": (get("scipy_bdf")(rtol=rtol, atol=atol), tp),
+            }
+            walls: Dict[str, float] = {}
+            for key, (integ, prob) in variants.items():
+                best, sol = math.inf, None
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    sol = integ.solve(prob.problem, prob.t_eval)
+                    best = min(best, time.perf_counter() - t0)
+                    if not sol.success:
+                        break
+                walls[key] = best if sol.success else math.nan
+                tag = f"{pname}_{rtol:.0e}".replace("-0", "-")
+                metrics[f"scd_{key}_{tag}"] = scd_end(sol, prob)
+                metrics[f"wall_{key}_{tag}"] = walls[key]
+                rows.append({"problem": pname, "rtol": rtol, "variant": key, "wall": walls[key],
+                             "scd": metrics[f"scd_{key}_{tag}"], **{k: getattr(sol.stats, k) for k in STAT_FIELDS}})
+                if key == "ros2" and sol.success and sol.stats.n_steps:
+                    st = sol.stats
+                    ov = (st.t_total - st.t_rhs - st.t_jac) / st.n_steps * 1e6
+                    metrics[f"overhead_us_{tag}"] = ov
+                    overheads.append(ov)
+                    n_states.append(ode.n)
+            for ref in ("radau", "bdf"):
+                metrics[f"ratio_ros2_to_{ref}_{tag}"] = walls["ros2"] / walls[ref]
+            metrics[f"ratio_ros2_sens_to_ros2_{tag}"] = walls["ros2_sens"] / walls["ros2"]
+    small = [o for o, n in zip(overheads, n_states) if n <= 20]
+    metrics["overhead_per_step_us_max"] = max(small) if small else math.nan
+    r3 = [v for k, v in metrics.items() if k.startswith("ratio_ros2_to_radau_") and k.endswith("_1e-3")]
+    metrics["ratio_ros2_to_radau_rtol1e-3_max"] = max(r3) if r3 else math.nan
+    ctx.write_json("bench.json", rows)
+    return CaseResult(metrics=metrics, info={"problems": problems, "rtols": rtols, "repeats": repeats})
+
+
+# -- study aggregation ----------------------------------------------------------------------------
+def work_precision(table, out_dir) -> Dict[str, Any]:
+    """Work-precision aggregation of a sweep (integrator x problem x rtol).
+
+    ``table``: the study table (one row per job; metrics scd, nfev, njev, nlu, wall_time,
+    rtol, integrator_id, problem_id). Writes ``work_precision.csv`` and one PNG per
+    problem (scd against nfev, njev, nlu and wall time, one line per integrator) into
+    ``out_dir``; returns {"metrics": {...}, "verdict": ...}: per integrator and problem the
+    best scd reached and the number of failed jobs. Failed jobs stay in the table.
+    """
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from harness.atomic import atomic_write_bytes, atomic_write_text
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    codes = _codes()
+    inv_i = {v: k for k, v in codes["integrator"].items()}
+    inv_p = {v: k for k, v in codes["problem"].items()}
+    df = table.copy()
+    for col in ("scd", "nfev", "njev", "nlu", "wall_time", "rtol", "integrator_id", "problem_id", "success"):
+        if col not in df:
+            df[col] = math.nan
+    df["integrator"] = [inv_i.get(int(v), "?") if np.isfinite(v) else "?" for v in df["integrator_id"]]
+    df["problem"] = [inv_p.get(int(v), "?") if np.isfinite(v) else "?" for v in df["problem_id"]]
+    cols = ["job", "case", "status", "verdict", "integrator", "problem", "rtol", "scd", "nfev", "njev", "nlu",
+            "wall_time", "success"]
+    wp = df[[c for c in cols if c in df]].sort_values(["problem", "integrator", "rtol"], ascending=[True, True, False])
+    atomic_write_text(out_dir / "work_precision.csv", wp.to_csv(index=False))
+    metrics: Dict[str, float] = {}
+    for prob, g in wp.groupby("problem"):
+        fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
+        for ax, work in zip(axes, ("nfev", "njev", "nlu", "wall_time")):
+            for integ, gi in g.groupby("integrator"):
+                ok = gi[np.isfinite(gi["scd"]) & np.isfinite(gi[work])]
+                if len(ok):
+                    ax.plot(ok[work], ok["scd"], "o-", label=integ)
+            ax.set_xscale("log")
+            ax.set_xlabel(work)
+            ax.set_ylabel("scd")
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0].legend(fontsize=7)
+        fig.suptitle(f"work-precision: {prob}")
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+        plt.close(fig)
+        atomic_write_bytes(out_dir / f"work_precision_{prob}.png", buf.getvalue())
+        for integ, gi in g.groupby("integrator"):
+            finite = gi["scd"][np.isfinite(gi["scd"])]
+            metrics[f"best_scd_{integ}_{prob}"] = float(finite.max()) if len(finite) else math.nan
+            metrics[f"n_failed_{integ}_{prob}"] = float((gi["success"] != 1.0).sum())
+    metrics["n_jobs"] = float(len(wp))
+    metrics["n_failed_solves"] = float((wp["success"] != 1.0).sum()) if len(wp) else 0.0
+    return {"metrics": metrics, "verdict": "pass"}
