@@ -164,8 +164,9 @@ def outline_disk_areas(A: np.ndarray, B: np.ndarray, radii: np.ndarray) -> np.nd
     radii : (Nc,) circle radii, m (>= 0).
     Independent of the element-wise clipping: it uses only the outline of the surface. Arcs of
     the circle inside the region are found from the sorted edge–circle intersection angles and
-    an even-odd inside test of each arc midpoint; a circle that meets no edge is classified by a
-    majority vote of three test points.
+    an even-odd inside test of three points of each arc (majority vote: one point may fall on a
+    boundary point the intersection search missed); a circle that meets no edge is classified
+    by a majority vote of three test points.
     """
     radii = np.asarray(radii, dtype=np.float64)
     origin = 0.5 * (A.min(axis=0) + B.max(axis=0))
@@ -197,10 +198,14 @@ def outline_disk_areas(A: np.ndarray, B: np.ndarray, radii: np.ndarray) -> np.nd
         last = k == (start[circ_id] + counts[circ_id] - 1)
         nxt = np.where(last, start[circ_id], k + 1)
         dth = theta[nxt] - theta + np.where(last, TWO_PI, 0.0)
-        mid = theta + 0.5 * dth
         r_arc = rc[circ_id]
-        q = r_arc[:, None] * np.column_stack([np.cos(mid), np.sin(mid)])
-        use = _point_in_outline(q, A, B)
+        # majority of three points along each arc: robust when one of them falls on a
+        # boundary point the intersection search missed (vertex on, or edge tangent to, the circle)
+        votes = np.zeros(circ_id.size, dtype=np.int64)
+        for frac in (0.5, 0.3183098861837907, 0.7236067977499790):
+            ang = theta + frac * dth
+            votes += _point_in_outline(r_arc[:, None] * np.column_stack([np.cos(ang), np.sin(ang)]), A, B)
+        use = votes >= 2
         S, E = pts - origin, pts[nxt] - origin
         contrib = np.where(use, 0.5 * cross2(S, E) + 0.5 * r_arc * r_arc * x_minus_sin(dth), 0.0)
         area += np.bincount(circ_id, weights=contrib, minlength=rc.size)
