@@ -454,17 +454,24 @@ def _plot_heatmap(ns, rs, grid, best, path: Path) -> None:
 
     from harness.atomic import atomic_write_bytes
 
+    from matplotlib.colors import LogNorm
+
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    im = ax.imshow(grid * 100.0, origin="lower", cmap="viridis_r", aspect="auto")
+    pct = grid * 100.0
+    im = ax.imshow(pct, origin="lower", cmap="viridis_r", aspect="auto",
+                   norm=LogNorm(vmin=np.nanmin(pct), vmax=max(np.nanmax(pct), np.nanmin(pct) * 1.01)))
     ax.set_xticks(range(rs.size), [f"{int(r)}" for r in rs])
     ax.set_yticks(range(ns.size), [f"{int(n)}" for n in ns])
     for i in range(ns.size):
         for j in range(rs.size):
             if np.isfinite(grid[i, j]):
-                ax.text(j, i, f"{100 * grid[i, j]:.2f}", ha="center", va="center", fontsize=7, color="w")
+                ax.text(j, i, f"{100 * grid[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                        color="k" if pct[i, j] < 3.0 * np.nanmin(pct) else "w")
+    ax.plot([rs.tolist().index(best["best_r_snap"])], [ns.tolist().index(best["best_n_snap"])], "rs",
+            ms=22, mfc="none", mew=1.5)
     ax.set_xlabel("r_snap (modes per snapshot)")
     ax.set_ylabel("n_snap (slider positions)")
-    ax.set_title(f"RMS error [%] at fixed r_glob; best n·r = {best['best_product']:.0f}")
+    ax.set_title(f"RMS error [%], r_glob fixed; best n_snap·r_snap = {best['best_product']:.0f}")
     fig.colorbar(im, ax=ax, label="RMS displacement error [%]")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")

@@ -86,7 +86,12 @@ class GlobalPODReductor:
             blocks.append(Phi)
             freqs.append(omega / (2.0 * np.pi))
         pool = np.hstack(blocks)
-        U, sig, _ = np.linalg.svd(pool, full_matrices=False)
+        # every snapshot satisfies the clamp; take the SVD on the unclamped rows so that the
+        # clamp rows of Ψ are exactly zero (not round-off amplified by small σ_k)
+        rows = np.arange(3, beam.ndof) if problem.clamp else np.arange(beam.ndof)
+        Uf, sig, _ = np.linalg.svd(pool[rows], full_matrices=False)
+        U = np.zeros((beam.ndof, Uf.shape[1]))
+        U[rows] = Uf
         tol = sig[0] * max(pool.shape) * np.finfo(float).eps
         rank = int(np.sum(sig > tol))
         if self.r_glob > rank:
