@@ -27,7 +27,6 @@ from .spec import Spec, load_spec, parse_dim, parse_semver, SPEC_FILES
 log = logging.getLogger(__name__)
 
 BLOCK_BYTES = 64 * 2**20  # rows of large datasets are scanned in blocks of about this size
-LARGE_SCAN_BYTES = 256 * 2**20  # with scan_large=False, datasets above this are not scanned
 
 
 @dataclass(frozen=True)
@@ -229,10 +228,11 @@ def _rows_per_block(dset: h5py.Dataset) -> int:
 
 
 class _Validator:
-    def __init__(self, f: h5py.File, spec: Spec, report: ValidationReport, mode: Optional[str], scan_large: bool):
-        self.f, self.spec, self.r, self.forced_mode, self.scan_large = f, spec, report, mode, scan_large
+    def __init__(self, f: h5py.File, spec: Spec, report: ValidationReport, mode: Optional[str],
+                 skip_scan: Iterable[str]):
+        self.f, self.spec, self.r, self.forced_mode = f, spec, report, mode
         self.bad: set[str] = set()  # datasets with a violation (derived checks on them are skipped)
-        self.skipped: set[str] = set()  # large datasets not scanned (scan_large=False)
+        self.skipped: set[str] = set(skip_scan)  # datasets whose elements are not re-read
         self.attrs: Dict[str, Any] = {}
 
     def v(self, path: str, rule: str, found: str, expected: str = "") -> None:
@@ -404,9 +404,7 @@ class _Validator:
     def check_values(self, name: str, d: h5py.Dataset, rules: List[Any]) -> None:
         if h5py.check_string_dtype(d.dtype) is not None:
             return
-        nbytes = int(np.prod(d.shape, dtype=np.int64)) * d.dtype.itemsize
-        if not self.scan_large and nbytes > LARGE_SCAN_BYTES:
-            self.skipped.add(name)
+        if name in self.skipped:
             return
         whole = [r for r in rules if (r if isinstance(r, str) else next(iter(r))) in _WHOLE]
         block_rules = [r for r in rules if r not in whole]
@@ -488,13 +486,14 @@ class _Validator:
 
 
 def validate_file(path: Path | str, spec: Optional[Spec] = None, *, mode: Optional[str] = None,
-                  scan_large: bool = True) -> ValidationReport:
+                  skip_scan: Iterable[str] = ()) -> ValidationReport:
     """Validate ``path`` against ``spec`` (default: the spec named by its ``schema_name`` attribute).
 
     mode: "production" | "debug" | None (None: the mode declared in metadata_json, else production).
     In debug mode a missing production metadata key or production-only dataset is a warning.
-    scan_large: False skips element rules and derived relations on datasets larger than
-    ``LARGE_SCAN_BYTES`` (used by the streaming writer, which checks those blocks in memory).
+    skip_scan: datasets whose elements are not re-read (element rules and derived relations that
+    involve them are skipped; structure, dtype, shape, units and filters are still checked). The
+    streaming writer passes the datasets it has just checked block by block in memory.
     Raises UnreadableFileError if the file cannot be opened as HDF5.
     """
     p = Path(path)
@@ -511,7 +510,8 @@ def validate_file(path: Path | str, spec: Optional[Spec] = None, *, mode: Option
                 return report
             spec = load_spec(name)
         report.schema = spec.name
-        _Validator(f, spec, report, mode, scan_large).run()
-    for w in report.warnings:
-        log.warning("%s: %s", p, w)
+        _Validator(f, spec, report, mode, skip_scan).run()
+    if report.warnings:
+        log.warning("%s (%s mode): %d warning(s): %s", p, report.mode, len(report.warnings),
+                    "; ".join(f"{w.path} {w.found}" for w in report.warnings))
     return report

@@ -105,7 +105,7 @@ def write_wall_loads(
 ) -> Path:
     """Write a wall-loads file atomically and return its path.
 
-    path: the file, or an existing directory (then ``{case_id}.wall-loads.v1.h5`` inside it).
+    path: the file (``*.h5``), or a directory (then ``{case_id}.wall-loads.v1.h5`` inside it).
     time (Nt,) s, radial_edges (Nr+1,) m, pressure and shear (Nt, Nr) Pa (shear None -> zeros in
     1.1; omitted in 1.0). metadata: the production metadata (see the spec); ``mode`` is stored in
     it. configuration: text of the original configuration file, stored in
@@ -121,8 +121,8 @@ def write_wall_loads(
     if ver is None or ver[0] not in spec.accept_major:
         raise ValueError(f"version: {version!r} is not a {SCHEMA} 1.x version")
     target = Path(path)
-    if target.is_dir():
-        target = target / spec.file_name(case_id)
+    if target.is_dir() or not target.name.endswith(".h5"):
+        target = target / spec.file_name(case_id)  # a directory (created if needed)
     t = np.asarray(time, dtype=np.float64)
     edges = np.asarray(radial_edges, dtype=np.float64)
     p = np.asarray(pressure, dtype=np.float64)
