@@ -51,7 +51,9 @@ class GateConf:
     name: str = MISSING
     description: str = ""
     default: Optional[Band] = None
-    bands: Dict[str, Band] = field(default_factory=dict)
+    # metric -> Band fields; typed loosely so that `+gate.bands.X={pass_max:1}` works on the
+    # command line; every entry is checked against Band by harness.runner.gate_bands
+    bands: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -102,7 +102,17 @@ def config_hash(resolved: Dict[str, Any]) -> str:
 def gate_bands(cfg: DictConfig):
     gate = cfg.gate
     default = None if gate.get("default") is None else G.Band.from_mapping(gate.default)
-    bands = {name: G.Band.from_mapping(b) for name, b in (gate.get("bands") or {}).items()}
+    bands = {}
+    allowed = ("pass_max", "warn_max", "pass_min", "warn_min")
+    for name, b in (gate.get("bands") or {}).items():
+        if not hasattr(b, "items"):
+            raise HarnessInputError(f"gate.bands.{name}: must be a mapping of {', '.join(allowed)}, got {b!r}")
+        for key, value in b.items():
+            if key not in allowed:
+                raise HarnessInputError(f"gate.bands.{name}.{key}: unknown band field (allowed: {', '.join(allowed)})")
+            if value is not None and not isinstance(value, (int, float)):
+                raise HarnessInputError(f"gate.bands.{name}.{key}: must be a number, got {value!r}")
+        bands[name] = G.Band.from_mapping(b)
     return bands, default
 
 
@@ -122,6 +132,7 @@ def run_case_config(cfg: DictConfig, run_dir: Path, *, command: Sequence[str] = 
             raise HarnessInputError("case: no case selected (use +case=FAMILY/NAME)")
         with ctx.stage("resolve"):
             resolved = resolved_container(cfg)
+            gate_bands(cfg)  # a malformed band is invalid input before anything runs
             atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(
                 {k: v for k, v in resolved.items() if k != "hydra"})))
             ctx.outputs.append((run_dir / "config.yaml").resolve())

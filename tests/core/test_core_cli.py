@@ -78,7 +78,7 @@ def test_one_case_with_override(harness_env):
 
 def test_failed_gate_exits_1_and_is_recorded(harness_env):
     res = harness(["+case=load_transfer/uniform_pressure", "case.gates=[e_F,F_M_max]",
-                   "+gate.bands.F_M_max.pass_max=1.0"], harness_env)
+                   "+gate.bands.F_M_max={pass_max:1.0}"], harness_env)
     assert res.returncode == 1, res.stdout + res.stderr
     line = res.stdout.strip().splitlines()[-1]
     assert "  FAIL  " in line
@@ -101,3 +101,10 @@ def test_unreachable_store_exits_2_and_keeps_the_run_directory(tmp_path):
     assert json.loads((run_dir / "outcome.json").read_text())["status"] == "tracking_error"
     assert json.loads((run_dir / "metrics.json").read_text())["verdict"] == "pass"
     assert not list(run_dir.glob(".*.tmp"))
+
+
+def test_malformed_gate_band_is_invalid_input(tmp_path):
+    res = harness(["+case=load_transfer/uniform_pressure", "+gate.bands.e_F={pass_maks:1.0}", "tracking=none"], tmp_path)
+    assert res.returncode == 2
+    line = res.stdout.strip().splitlines()[-1]
+    assert "INVALID" in line and "gate.bands.e_F.pass_maks: unknown band field" in line
