@@ -234,7 +234,7 @@ def _run_impact(cfg, ctx, p: ImpactParams) -> CaseResult:
         v_t = p.v_n * math.tan(math.radians(p.incidence_deg))
     law = _dem_errors(_law, p.law)
     m2, R2 = (None, None) if p.target == "wall" else (mat, p.radius2)
-    ref, (Es, Rs, ms) = elastic_reference(mat, p.radius, m2, R2, p.v_n, law)
+    ref, (Es, Rs, ms) = _dem_errors(elastic_reference, mat, p.radius, m2, R2, p.v_n, law)
     dt = _dt(cfg, ref.duration)
     kw = dict(v_n=p.v_n, law=law, v_t=v_t, omega1=p.omega1, dt=dt, integrator=_stepper_name(cfg),
               record=True, allow_large_dt=p.allow_large_dt)

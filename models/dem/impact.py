@@ -23,7 +23,7 @@ import numpy as np
 
 from models.dem.closed_forms import hertz_impact, linear_impact
 from models.dem.laws import ContactLaw
-from models.dem.materials import DEMInputError, Material, effective_mass, effective_modulus, effective_radius
+from models.dem.materials import DEMInputError, Material, check_positive, effective_mass, effective_modulus, effective_radius
 from models.dem.system import DEMSystem
 from models.dem.walls import Wall
 from models.integrators.verlet import make_stepper
@@ -60,6 +60,10 @@ class ImpactResult:
 def elastic_reference(material1: Material, R1: float, material2: Optional[Material], R2: Optional[float],
                       v_n: float, law: ContactLaw, dim: int = 3, thickness=None):
     """Closed-form elastic impact (linear or Hertz part of ``law``) and (E*, R*, m*)."""
+    check_positive("radius", R1)
+    if R2 is not None:
+        check_positive("radius2", R2)
+    check_positive("v_n", v_n)
     sys1 = _mass(material1, R1, dim, thickness)
     if material2 is None:
         Estar, Rstar, mstar = float(effective_modulus(material1.E, material1.nu)), R1, sys1  # rigid wall

@@ -41,7 +41,7 @@ def check_positive(name: str, value) -> None:
     arr = np.asarray(value, dtype=np.float64)
     bad = ~np.isfinite(arr) | (arr <= 0.0)
     if np.any(bad):
-        v = arr.reshape(-1)[np.argmax(bad.reshape(-1))]
+        v = float(arr.reshape(-1)[np.argmax(bad.reshape(-1))])
         raise DEMInputError(f"{name}: must be finite and > 0, got {v!r}")
 
 
@@ -50,7 +50,7 @@ def check_poisson(name: str, value) -> None:
     arr = np.asarray(value, dtype=np.float64)
     bad = ~np.isfinite(arr) | (arr <= -1.0) | (arr >= 0.5)
     if np.any(bad):
-        v = arr.reshape(-1)[np.argmax(bad.reshape(-1))]
+        v = float(arr.reshape(-1)[np.argmax(bad.reshape(-1))])
         raise DEMInputError(f"{name}: Poisson ratio must lie in (-1, 0.5), got {v!r}")
 
 
