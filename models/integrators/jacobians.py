@@ -17,13 +17,48 @@ import logging
 from typing import Any, Callable, Dict, Optional, Sequence
 
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve
+from scipy.linalg import get_lapack_funcs
 
 from models.integrators.base import IntegratorFailure
 
 log = logging.getLogger(__name__)
 
 Array = np.ndarray
+
+
+_GETRF, _GETRS = get_lapack_funcs(("getrf", "getrs"), (np.zeros((1, 1)),))
+
+
+def lu_factor_checked(A: Array, what: str, t: float, names: Optional[Sequence[str]] = None) -> tuple:
+    """LAPACK getrf of a dense float64 matrix; IntegratorFailure(kind='newton'/'jacobian') if singular.
+
+    Returns (lu, piv). A pivot below n * eps * max pivot counts as singular; the message
+    names the variable of the smallest pivot.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    lu, piv, info = _GETRF(A)
+    d = np.abs(np.diag(lu))
+    if info != 0 or not np.isfinite(d).all() or d.min() <= np.finfo(float).eps * max(d.max(), 1e-300) * A.shape[0]:
+        worst = int(np.argmin(d)) if np.isfinite(d).all() else int(np.argmax(~np.isfinite(d)))
+        label = names[worst] if names is not None else f"[{worst}]"
+        raise IntegratorFailure(f"{what}: matrix singular at t={t:.6g} (pivot of {label} = {d[worst]:.3g})",
+                                "newton" if what.startswith("Newton") else "jacobian", t)
+    return lu, piv
+
+
+def lu_solve_fast(lu_piv: tuple, b: Array) -> Array:
+    """Solve with the factors of :func:`lu_factor_checked` (b: (m,) or (m, k)).
+
+    Several right-hand sides are solved one column at a time: for the small systems here
+    that is much faster than a multi-RHS getrs, which may start BLAS threads.
+    """
+    lu, piv = lu_piv
+    if b.ndim == 1:
+        return _GETRS(lu, piv, b)[0]
+    out = np.empty_like(b, dtype=np.float64)
+    for j in range(b.shape[1]):
+        out[:, j] = _GETRS(lu, piv, np.ascontiguousarray(b[:, j]))[0]
+    return out
 
 
 class FiniteDifferenceJacobian:
@@ -156,13 +191,10 @@ class SensitivityJacobian:
         Rz = np.asarray(Rz, dtype=np.float64)
         if not np.all(np.isfinite(Rz)):
             raise IntegratorFailure(f"sensitivity: R_z not finite at t={t:.6g}", "jacobian", t)
-        lu = lu_factor(Rz, check_finite=False)
+        lu = lu_factor_checked(Rz, "sensitivity: R_z", t)
         self.n_factorisations += 1
-        piv = np.abs(np.diag(lu[0]))
-        if piv.min() <= np.finfo(float).eps * max(piv.max(), 1e-300) * Rz.shape[0]:
-            raise IntegratorFailure(f"sensitivity: R_z singular at t={t:.6g} (min pivot {piv.min():.3g})", "jacobian", t)
         rhs = np.column_stack([-np.asarray(Ry, dtype=np.float64), -np.asarray(Rt, dtype=np.float64)])
-        sol = lu_solve(lu, rhs, check_finite=False)
+        sol = lu_solve_fast(lu, rhs)
         return sol[:, :-1], sol[:, -1]
 
     def jac_and_ft(self, t: float, y: Array, z: Array) -> tuple:

@@ -17,10 +17,15 @@ import logging
 from typing import Any, Dict, Optional
 
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve
 
 from models.integrators.base import IntegratorFailure, ODEProblem, ResidualProblem
-from models.integrators.jacobians import FiniteDifferenceJacobian, SensitivityJacobian, fd_residual_partials
+from models.integrators.jacobians import (
+    FiniteDifferenceJacobian,
+    SensitivityJacobian,
+    fd_residual_partials,
+    lu_factor_checked,
+    lu_solve_fast,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +49,9 @@ class ReducedField:
         self.max_iter_used = 0
         self.max_cond = 0.0
         self._z_last = problem.z0.copy()
-        self._key: Optional[tuple] = None  # (t, y) of the last converged solve
+        self._names = list(problem.z_names) if problem.z_names is not None else [f"z[{i}]" for i in range(problem.m)]
+        self._key: Optional[tuple] = None
+        self._sens_cache: Optional[tuple] = None  # (t, y) of the last converged solve
         self._fd = FiniteDifferenceJacobian(self.f, problem.n, **(fd_options or {})) if jacobian == "fd" else None
         self._sens = SensitivityJacobian(self._partials, problem.deriv_index) if jacobian == "sensitivity" else None
 
@@ -76,35 +83,35 @@ class ReducedField:
             return self._z_last.copy()
         z = (self._z_last if z_guess is None else np.asarray(z_guess, dtype=np.float64)).copy()
         self.n_solves += 1
-        names = list(p.z_names) if p.z_names is not None else [f"z[{i}]" for i in range(p.m)]
+        names = self._names
+        lu = None
+        prev = np.inf
         for it in range(1, p.max_newton_iter + 1):
             try:
                 r = np.asarray(p.residual(t, y, z), dtype=np.float64)
-                Rz = self._rz(t, y, z)
+                if lu is None:  # chord Newton: R_z refreshed only when convergence stalls
+                    Rz = self._rz(t, y, z)
             except IntegratorFailure:
                 raise
             except Exception as exc:
                 raise IntegratorFailure(f"residual raised {type(exc).__name__}: {exc} at t={t:.6g}", "field", t) from exc
             if r.shape != (p.m,) or not np.all(np.isfinite(r)):
                 raise IntegratorFailure(f"residual non-finite or shape {r.shape} at t={t:.6g}", "field", t)
-            lu = lu_factor(Rz, check_finite=False)
-            piv = np.abs(np.diag(lu[0]))
-            if not np.all(np.isfinite(lu[0])) or piv.min() <= np.finfo(float).eps * max(piv.max(), 1e-300) * p.m:
-                worst = int(np.argmin(piv))
-                raise IntegratorFailure(
-                    f"Newton: R_z singular at t={t:.6g}, iteration {it} (pivot of {names[worst]} = {piv.min():.3g})",
-                    "newton",
-                    t,
-                )
-            dz = lu_solve(lu, r, check_finite=False)
+            if lu is None:
+                lu = lu_factor_checked(Rz, f"Newton iteration {it}: R_z", t, names)
+            dz = lu_solve_fast(lu, r)
             z = z - dz
             self.n_newton_iter += 1
             step = np.abs(dz) / (1.0 + np.abs(z))
-            if np.max(step) <= p.newton_tol:
+            size = float(np.max(step))
+            if size <= p.newton_tol:
                 self.max_iter_used = max(self.max_iter_used, it)
                 self._z_last = z
                 self._key = (t, y.copy())
                 return z.copy()
+            if size > 0.25 * prev:
+                lu = None  # slow contraction: refresh R_z at the next iteration
+            prev = size
         cond = float(np.linalg.cond(Rz))
         self.max_cond = max(self.max_cond, cond)
         worst = int(np.argmax(step))
@@ -120,13 +127,21 @@ class ReducedField:
         return self.solve_z(t, y)[self.p.deriv_index]
 
     # -- Jacobian providers ------------------------------------------------------------------
-    def _sens_jac(self, t: float, y: Array) -> Array:
+    def _sens_pair(self, t: float, y: Array) -> tuple:
+        """(J, f_t) from one factorisation of R_z at the converged z; cached per (t, y)."""
+        c = self._sens_cache
+        if c is not None and c[0] == t and np.array_equal(c[1], y):
+            return c[2]
         z = self.solve_z(t, y)
-        return self._sens.jac_and_ft(t, y, z)[0]
+        pair = self._sens.jac_and_ft(t, y, z)
+        self._sens_cache = (t, np.array(y, dtype=np.float64), pair)
+        return pair
+
+    def _sens_jac(self, t: float, y: Array) -> Array:
+        return self._sens_pair(t, y)[0]
 
     def _sens_ft(self, t: float, y: Array) -> Array:
-        z = self.solve_z(t, y)
-        return self._sens.jac_and_ft(t, y, z)[1]
+        return self._sens_pair(t, y)[1]
 
     def to_ode(self) -> ODEProblem:
         """The reduced field as an ODEProblem with the chosen Jacobian provider."""
