@@ -35,6 +35,7 @@ from .debug_map import point_rings, sample_ring_values
 log = logging.getLogger(__name__)
 
 METHODS = ("quadrature-sampled", "l2-uniform-correction-debug")
+EXPORT_FILLS = ("source_case_id", "table_sha256", "e_F", "e_J")  # metadata the export computes itself
 
 
 class ExportInputError(ValueError):
@@ -115,6 +116,13 @@ def export_kratos_loads(
         raise ExportInputError(f"method: {method!r} must be one of {list(METHODS)}")
     if method != "quadrature-sampled" and mode == "production":
         raise ExportInputError(f"method: {method!r} is a debug map; allowed only in debug mode")
+    if mode == "production":
+        from .contracts.spec import load_spec
+
+        required = load_spec("kratos-point-loads").metadata.get("required_in_production", [])
+        missing = [k for k in required if k not in EXPORT_FILLS and not (metadata or {}).get(k)]
+        if missing:
+            raise ExportInputError(f"metadata: {', '.join(missing)}: required in production mode (kratos-point-loads spec)")
     try:
         if isinstance(wall_loads, WallLoads):
             wl = wall_loads
