@@ -1,0 +1,465 @@
+"""The six-DOF vessel: (M + A) nu' = sum F in the body frame, positions in the inertial frame.
+
+State y (12,): q = (x North, y East, z down, roll, pitch, yaw) and body velocities
+nu = (u, v, w, p, q, r). The field rotates surge and sway by yaw into the inertial frame;
+roll, pitch and yaw rates are the body rates (small-angle approximation, as the seed).
+With ``track_work`` a 13th state integrates the power nu . F of all loads (J).
+
+Stateful updates -- position moving average, propeller lags, rudder rate limiter, RAO
+motion deltas -- are applied once per output step outside the field
+(``stateful="step"``), or, as the seed's loop does, at every field evaluation
+(``stateful="rhs"``), which makes the result depend on the integrator's call count.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional
+
+import numpy as np
+import scipy.linalg
+
+from models.vessel.actuators import EMA_TAU, Schedule, ema_gain, ema_step, lag_gain, lag_step, rate_limit_step
+from models.vessel.data import VesselData
+from models.vessel.forces import FILTER_RAO_MOTION, FILTER_WAVE_FORCE, FORCE_MODELS, Environment, ForceModel, Inputs
+from models.vessel.frames import kinematics, wrap_to_pi
+
+log = logging.getLogger(__name__)
+
+DOF = ("x", "y", "z", "roll", "pitch", "yaw")
+VEL = ("u", "v", "w", "p", "q", "r")
+STATEFUL_MODES = ("step", "rhs")
+SOLVE_MODES = ("auto", "whole", "per_step")
+HOLDS = ("linear", "zoh")
+
+
+class VesselSimulationError(RuntimeError):
+    """The integrator failed; ``result`` holds the trajectory up to the failure."""
+
+    def __init__(self, msg: str, result: "VesselResult"):
+        super().__init__(msg)
+        self.result = result
+
+
+def invert_total_mass(total: np.ndarray) -> np.ndarray:
+    """(M + A)^-1 by a Cholesky factorisation (M + A symmetric positive definite)."""
+    factor = scipy.linalg.cho_factor(total, lower=True)
+    inv = scipy.linalg.cho_solve(factor, np.eye(total.shape[0]))
+    return 0.5 * (inv + inv.T)
+
+
+@dataclass
+class Demands:
+    """Actuator demands as piecewise-constant schedules ``[[t, value], ...]`` per actuator name.
+
+    rotation (1/s, clipped to +-max_rotation), azimuth (rad), pitch_ratio, rudder (rad,
+    clipped to +-max_angle). A missing actuator keeps its initial value as demand.
+    """
+
+    rotation: Dict[str, Any] = field(default_factory=dict)
+    azimuth: Dict[str, Any] = field(default_factory=dict)
+    pitch_ratio: Dict[str, Any] = field(default_factory=dict)
+    rudder: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StepState:
+    """What the once-per-output-step updates carry from one step to the next."""
+
+    inputs: Inputs
+    q_avg: np.ndarray  # (6,) moving average of the position
+    wf_offset: np.ndarray  # (6,) accumulated first-order wave (RAO) motion, inertial
+    q_rao_prev: np.ndarray  # (6,) RAO motion at the last update (body surge/sway, heave..yaw)
+    rao_amp: np.ndarray  # (6,) filtered RAO amplitude x wave amplitude
+    rao_phase: np.ndarray  # (6,)
+    n_updates: int = 0
+    chi: float = 0.0  # rad, relative wave heading set by the last update
+
+
+@dataclass
+class VesselResult:
+    """Trajectory at the output times.
+
+    t (k,) s; q (k, 6) total position (low-frequency state + wave motion); q_lf (k, 6)
+    integrated position; nu (k, 6) body velocities; q_avg (k, 6); rotation, azimuth,
+    pitch_ratio (k, n_prop); rudder (k, n_rud); work (k,) J when tracked; kinematics
+    (dict of (k,) arrays); stats: summed integrator counters; wall_time s.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    q_lf: np.ndarray
+    nu: np.ndarray
+    q_avg: np.ndarray
+    rotation: np.ndarray
+    azimuth: np.ndarray
+    pitch_ratio: np.ndarray
+    rudder: np.ndarray
+    work: Optional[np.ndarray]
+    kinematics: Dict[str, np.ndarray]
+    stats: Dict[str, float]
+    wall_time: float
+    success: bool = True
+    failure_reason: Optional[str] = None
+    stateful_updates: int = 0
+    chi: Optional[np.ndarray] = None  # (k,) relative wave heading used on the step ending at t
+
+
+class Vessel:
+    """A vessel in an environment with its enabled loads and actuator demands.
+
+    data       : validated :class:`VesselData`
+    forces     : names of the enabled load models (see ``forces.FORCE_MODELS``)
+    environment: :class:`Environment`
+    demands    : :class:`Demands`
+    lag_form   : ``exp`` (alpha = 1 - exp(-dt/tau)) or ``seed`` (alpha = 1/(1 + tau/dt))
+    ema_tau    : s, time constant of the position moving average
+    track_work : integrate the power of all loads as a 13th state
+    """
+
+    def __init__(self, data: VesselData, forces: Iterable[str] = FORCE_MODELS, environment: Optional[Environment] = None,
+                 demands: Optional[Demands] = None, lag_form: str = "exp", ema_tau: float = EMA_TAU,
+                 track_work: bool = False):
+        self.data = data
+        self.env = environment or Environment()
+        self.loads = ForceModel(data, forces, self.env)
+        self.inv_total_mass = invert_total_mass(data.total_mass)
+        lag_gain(1.0, 1.0, lag_form)  # validates the form
+        if not ema_tau > 0:
+            raise ValueError(f"ema_tau: must be > 0, got {ema_tau}")
+        self.lag_form, self.ema_tau, self.track_work = lag_form, float(ema_tau), bool(track_work)
+        self.demands = demands or Demands()
+        self._schedules = self._build_schedules(self.demands)
+        self._inputs: Optional[Inputs] = None
+        self._rhs_step: Optional[Dict[str, Any]] = None  # set in stateful="rhs" mode
+        self._track: Optional[_InputTrack] = None  # set in solve_mode="whole"
+        self.n_state = 13 if self.track_work else 12
+
+    # -- construction helpers -------------------------------------------------------------
+    def _build_schedules(self, demands: Demands) -> Dict[str, List[Optional[Schedule]]]:
+        props = [p.name for p in self.data.propellers]
+        ruds = [r.name for r in self.data.rudders]
+        out: Dict[str, List[Optional[Schedule]]] = {}
+        for kind, names in (("rotation", props), ("azimuth", props), ("pitch_ratio", props), ("rudder", ruds)):
+            table = getattr(demands, kind) or {}
+            unknown = sorted(set(table) - set(names))
+            if unknown:
+                raise ValueError(f"demands.{kind}: unknown actuator(s) {unknown}; known: {names}")
+            out[kind] = [Schedule(table[n], f"demands.{kind}.{n}") if n in table else None for n in names]
+        return out
+
+    def initial_inputs(self, rotation=None, rudder=None) -> Inputs:
+        """Actuator states at t0: data defaults (pitch ratio, azimuth), rotation and rudder 0 unless given."""
+        props, ruds = self.data.propellers, self.data.rudders
+        rot = np.zeros(len(props)) if rotation is None else np.asarray(rotation, dtype=np.float64).reshape(len(props))
+        rud = np.zeros(len(ruds)) if rudder is None else np.asarray(rudder, dtype=np.float64).reshape(len(ruds))
+        return Inputs(rot, np.array([p.azimuth for p in props]), np.array([p.pitch_ratio for p in props]), rud)
+
+    # -- the field ------------------------------------------------------------------------
+    def accelerations(self, t: float, q: np.ndarray, nu: np.ndarray, inputs: Inputs) -> np.ndarray:
+        """Body accelerations (M + A)^-1 sum F (6,)."""
+        return self.inv_total_mass @ self.loads.total(t, q, nu, inputs)
+
+    def rhs(self, t: float, y: np.ndarray) -> np.ndarray:
+        """Field of the ODE with the inputs of the current output step held."""
+        if self._rhs_step is not None:
+            self._update_in_rhs(t, y)
+        elif self._track is not None:
+            self._inputs = self._track.at(t)
+        q, nu = y[:6], y[6:12]
+        F = self.loads.total(t, q, nu, self._inputs)
+        out = np.empty(self.n_state)
+        c, s = math.cos(q[5]), math.sin(q[5])
+        out[0] = c * nu[0] - s * nu[1]
+        out[1] = s * nu[0] + c * nu[1]
+        out[2:6] = nu[2:6]
+        out[6:12] = self.inv_total_mass @ F
+        if self.track_work:
+            out[12] = nu @ F
+        return out
+
+    def kinetic_energy(self, nu: np.ndarray) -> np.ndarray:
+        """0.5 nu^T (M + A) nu (J) for nu (k, 6)."""
+        nu = np.atleast_2d(nu)
+        return 0.5 * np.einsum("ki,ij,kj->k", nu, self.data.total_mass, nu)
+
+    # -- once-per-step updates ------------------------------------------------------------
+    def _demand(self, kind: str, t: float, current: np.ndarray) -> np.ndarray:
+        return np.array([s(t) if s is not None else c for s, c in zip(self._schedules[kind], current)])
+
+    def advance_actuators(self, inp: Inputs, t: float, dt: float, initial: Inputs) -> None:
+        """Propeller lags and rudder rate limiter over one output step, demands taken at t (s)."""
+        props, ruds = self.data.propellers, self.data.rudders
+        if props:
+            nmax = np.array([p.max_rotation for p in props])
+            rot_d = np.clip(self._demand("rotation", t, initial.rotation), -nmax, nmax)
+            inp.rotation = lag_step(inp.rotation, rot_d, lag_gain(dt, [p.rotation_time for p in props], self.lag_form))
+            inp.azimuth = lag_step(inp.azimuth, self._demand("azimuth", t, initial.azimuth),
+                                   lag_gain(dt, [p.azimuth_time for p in props], self.lag_form))
+            inp.pitch_ratio = lag_step(inp.pitch_ratio, self._demand("pitch_ratio", t, initial.pitch_ratio),
+                                       lag_gain(dt, [p.pitch_time for p in props], self.lag_form))
+        if ruds:
+            inp.rudder = rate_limit_step(inp.rudder, self._demand("rudder", t, initial.rudder),
+                                         [r.rate_limit for r in ruds], dt, np.array([r.max_angle for r in ruds]))
+
+    def advance_filters(self, st: StepState, dt: float, q_total: np.ndarray) -> None:
+        """Moving average of the position over one output step, then the wave inputs it sets."""
+        st.q_avg = ema_step(st.q_avg, q_total, ema_gain(dt, self.ema_tau))
+        self._wave_inputs(st)
+        st.n_updates += 1
+
+    def _wave_inputs(self, st: StepState) -> None:
+        zeta = self.env.wave_amplitude
+        chi = wrap_to_pi(self.env.wave_direction - st.q_avg[5])
+        famp, fph, ramp, rph = self.data.waves.at(chi)
+        on = 1.0 if "waves" in self.loads.enabled else 0.0
+        st.inputs.wave_force_amp = zeta * famp * FILTER_WAVE_FORCE * on
+        st.inputs.wave_force_phase = fph
+        st.rao_amp = zeta * ramp * FILTER_RAO_MOTION * on
+        st.rao_phase = rph
+        st.chi = chi
+
+    def rao_motion(self, st: StepState, t: float) -> np.ndarray:
+        """First-order wave motion (6,) at t from the current RAO amplitude and phase."""
+        return st.rao_amp * np.cos(self.data.waves.frequency * t + st.rao_phase)
+
+    def apply_rao(self, st: StepState, t: float, psi: float) -> None:
+        """Add the RAO delta since the last update; surge and sway rotated by yaw psi (rad)."""
+        q_new = self.rao_motion(st, t)
+        d = q_new - st.q_rao_prev
+        c, s = math.cos(psi), math.sin(psi)
+        st.wf_offset[0] += c * d[0] - s * d[1]
+        st.wf_offset[1] += s * d[0] + c * d[1]
+        st.wf_offset[2:] += d[2:]
+        st.q_rao_prev = q_new
+
+    def _update_in_rhs(self, t: float, y: np.ndarray) -> None:
+        """The seed's loop: every field call advances the stateful models by one output step."""
+        ctx = self._rhs_step
+        st: StepState = ctx["state"]
+        q_total = y[:6] + st.wf_offset
+        self.advance_actuators(st.inputs, t, ctx["dt"], ctx["initial"])
+        self.advance_filters(st, ctx["dt"], q_total)
+        self.apply_rao(st, t, q_total[5])
+        self._inputs = st.inputs
+
+    # -- simulation -----------------------------------------------------------------------
+    def simulate(self, integrator: Any, t_end: float, dt: float, q0=None, nu0=None, t0: float = 0.0,
+                 stateful: str = "step", solve_mode: str = "auto", hold: str = "linear", q_avg0=None,
+                 rotation0=None, rudder0=None, max_passes: int = 20, pass_tol: float = 1.0e-9) -> VesselResult:
+        """Integrate from t0 to t_end with output (and update) interval dt (s).
+
+        integrator : object with ``solve(ODEProblem, t_eval) -> Solution`` (models.integrators)
+        q0, nu0    : initial positions and body velocities (6,) (default 0)
+        q_avg0     : initial moving average (default q0)
+        rotation0, rudder0 : initial propeller rotation (1/s) and rudder angle (rad)
+        stateful   : ``step`` -- the stateful models are updated once per output step,
+                     outside the field; ``rhs`` -- the seed's loop: at every field call
+                     (always one solve per output step, inputs as updated last)
+        hold       : how the field sees the inputs between the updates at t_n and t_n+1:
+                     ``linear`` -- interpolated between the two (continuous loads);
+                     ``zoh`` -- the value after the update, held (the seed's order)
+        solve_mode : ``per_step`` -- one solve per output step (integrator restarted);
+                     ``whole`` -- one solve over the grid. The actuators do not depend
+                     on the state and are updated first; the wave heading follows the
+                     moving average of the yaw, so the whole-grid solve is repeated with
+                     the headings of the previous pass until they change by less than
+                     ``pass_tol`` rad (the causal fixed point: the ``per_step`` trajectory
+                     up to the integrator tolerance; the passes grow with the horizon);
+                     ``auto`` -- ``per_step`` when wave loads act, else ``whole``.
+        """
+        if stateful not in STATEFUL_MODES:
+            raise ValueError(f"stateful: must be one of {STATEFUL_MODES}, got {stateful!r}")
+        if solve_mode not in SOLVE_MODES:
+            raise ValueError(f"solve_mode: must be one of {SOLVE_MODES}, got {solve_mode!r}")
+        if hold not in HOLDS:
+            raise ValueError(f"hold: must be one of {HOLDS}, got {hold!r}")
+        if not (dt > 0 and t_end > t0):
+            raise ValueError(f"dt: must be > 0 and t_end > t0, got dt={dt}, t0={t0}, t_end={t_end}")
+        n_out = int(round((t_end - t0) / dt))
+        if abs(n_out * dt - (t_end - t0)) > 1e-9 * max(1.0, t_end - t0):
+            raise ValueError(f"t_end - t0 = {t_end - t0} s must be a whole number of output steps dt = {dt} s")
+        t_grid = t0 + dt * np.arange(n_out + 1)
+        y0 = np.zeros(self.n_state)
+        if q0 is not None:
+            y0[:6] = np.asarray(q0, dtype=np.float64)
+        if nu0 is not None:
+            y0[6:12] = np.asarray(nu0, dtype=np.float64)
+        initial = self.initial_inputs(rotation0, rudder0)
+        qa0 = y0[:6].copy() if q_avg0 is None else np.asarray(q_avg0, dtype=np.float64).reshape(6).copy()
+        if solve_mode == "auto":
+            waves_on = "waves" in self.loads.enabled and self.env.wave_amplitude > 0
+            solve_mode = "per_step" if waves_on else "whole"
+        start = time.perf_counter()
+        stats: Dict[str, float] = {"nfev": 0, "njev": 0, "n_steps": 0, "n_solves": 0, "passes": 0}
+        try:
+            if stateful == "rhs" or solve_mode == "per_step":
+                out = self._run_per_step(integrator, t_grid, y0, initial, qa0, stateful, hold, stats)
+            else:
+                out = self._run_whole(integrator, t_grid, y0, initial, qa0, hold, stats, max_passes, pass_tol)
+        finally:
+            self._rhs_step = None
+            self._track = None
+        rec, st, ok, reason, last = out
+        wall = time.perf_counter() - start
+        sl = slice(0, last + 1)
+        q = rec["q_lf"][sl] + rec["wf"][sl]
+        res = VesselResult(t_grid[sl], q, rec["q_lf"][sl], rec["nu"][sl], rec["q_avg"][sl], rec["rot"][sl],
+                           rec["az"][sl], rec["pd"][sl], rec["rud"][sl],
+                           rec["work"][sl] if self.track_work else None, kinematics(q, rec["nu"][sl]), stats, wall,
+                           ok, reason, st.n_updates, rec["chi"][sl])
+        if not ok:
+            log.warning("vessel simulation failed: %s", reason)
+        return res
+
+    def _new_state(self, initial: Inputs, qa0: np.ndarray, t0: float) -> StepState:
+        st = StepState(initial.copy(), qa0.copy(), np.zeros(6), np.zeros(6), np.zeros(6), np.zeros(6))
+        self._wave_inputs(st)
+        st.q_rao_prev = self.rao_motion(st, t0)
+        return st
+
+    def _records(self, n: int) -> Dict[str, np.ndarray]:
+        n_p, n_r = len(self.data.propellers), len(self.data.rudders)
+        shapes = {"q_lf": 6, "nu": 6, "wf": 6, "q_avg": 6, "rot": n_p, "az": n_p, "pd": n_p, "rud": n_r,
+                  "wamp": 6, "wph": 6}
+        rec = {k: np.full((n, w), np.nan) for k, w in shapes.items()}
+        rec["work"] = np.full(n, np.nan)
+        rec["chi"] = np.full(n, np.nan)
+        return rec
+
+    def _record(self, rec, i: int, y: Optional[np.ndarray], st: StepState) -> None:
+        """Store the inputs (knot i) and, when given, the state at output i."""
+        inp = st.inputs
+        rec["q_avg"][i], rec["wf"][i], rec["chi"][i] = st.q_avg, st.wf_offset, st.chi
+        rec["rot"][i], rec["az"][i], rec["pd"][i], rec["rud"][i] = inp.rotation, inp.azimuth, inp.pitch_ratio, inp.rudder
+        rec["wamp"][i], rec["wph"][i] = inp.wave_force_amp, inp.wave_force_phase
+        if y is not None:
+            rec["q_lf"][i], rec["nu"][i] = y[:6], y[6:12]
+            if self.track_work:
+                rec["work"][i] = y[12]
+
+    def _problem(self, y: np.ndarray, t_a: float, t_b: float):
+        from models.integrators.base import ODEProblem
+
+        return ODEProblem(self.rhs, y, (t_a, t_b), names=self.state_names())
+
+    def _run_per_step(self, integrator, t_grid, y0, initial, qa0, stateful, hold, stats):
+        n_out = t_grid.size - 1
+        dt = t_grid[1] - t_grid[0]
+        st = self._new_state(initial, qa0, t_grid[0])
+        self._inputs = st.inputs
+        rec = self._records(n_out + 1)
+        self._record(rec, 0, y0, st)
+        if stateful == "rhs":
+            self._rhs_step = {"state": st, "dt": dt, "initial": initial}
+        y, ok, reason, last = y0, True, None, 0
+        for i in range(n_out):
+            if stateful == "step":
+                self.advance_actuators(st.inputs, t_grid[i], dt, initial)
+                self.advance_filters(st, dt, y[:6] + st.wf_offset)
+                self._record(rec, i + 1, None, st)
+                self._track = _InputTrack(t_grid[i:i + 2], {k: rec[k][i:i + 2] for k in _KNOTS}, hold)
+            sol = integrator.solve(self._problem(y, t_grid[i], t_grid[i + 1]), [t_grid[i + 1]])
+            self._add_stats(stats, sol)
+            if not sol.success:
+                ok, reason = False, f"t={t_grid[i]:.6g} s: {sol.failure_reason}"
+                break
+            y = sol.y[-1]
+            if stateful == "step":
+                self.apply_rao(st, t_grid[i + 1], y[5] + st.wf_offset[5])
+            self._record(rec, i + 1, y, st)
+            last = i + 1
+        stats["passes"] = 1
+        return rec, st, ok, reason, last
+
+    def _run_whole(self, integrator, t_grid, y0, initial, qa0, hold, stats, max_passes, pass_tol):
+        n_out = t_grid.size - 1
+        dt = t_grid[1] - t_grid[0]
+        rec = self._records(n_out + 1)
+        # actuator knots (state independent): knot i+1 = after the update of step i
+        st = self._new_state(initial, qa0, t_grid[0])
+        self._record(rec, 0, y0, st)
+        for i in range(n_out):
+            self.advance_actuators(st.inputs, t_grid[i], dt, initial)
+            self._record(rec, i + 1, None, st)
+        waves_on = "waves" in self.loads.enabled and self.env.wave_amplitude > 0
+        ok, reason, last = True, None, n_out
+        rec["chi"][1:] = rec["chi"][0]
+        for p in range(max_passes):
+            chi_used = rec["chi"].copy()
+            self._track = _InputTrack(t_grid, {k: rec[k] for k in _KNOTS}, hold)
+            sol = integrator.solve(self._problem(y0, t_grid[0], t_grid[-1]), t_grid)
+            self._add_stats(stats, sol)
+            stats["passes"] = p + 1
+            ys = sol.y
+            if not sol.success:
+                ok, reason = False, sol.failure_reason
+            # once-per-step filters and RAO motion along the trajectory; they set the wave knots
+            st = self._new_state(initial, qa0, t_grid[0])
+            self._record(rec, 0, y0, st)
+            last = min(n_out, len(ys) - 1)
+            for i in range(last):
+                st.inputs.rotation, st.inputs.azimuth = rec["rot"][i + 1], rec["az"][i + 1]
+                st.inputs.pitch_ratio, st.inputs.rudder = rec["pd"][i + 1], rec["rud"][i + 1]
+                self.advance_filters(st, dt, ys[i, :6] + st.wf_offset)
+                self.apply_rao(st, t_grid[i + 1], ys[i + 1, 5] + st.wf_offset[5])
+                self._record(rec, i + 1, ys[i + 1], st)
+            if not ok or not waves_on:
+                break
+            stats["chi_change"] = float(np.max(np.abs(rec["chi"][: last + 1] - chi_used[: last + 1])))
+            if stats["chi_change"] <= pass_tol:
+                break
+        else:
+            ok, reason = False, f"wave headings did not settle to {pass_tol} rad in {max_passes} passes"
+        return rec, st, ok, reason, last
+
+    def state_names(self) -> List[str]:
+        return list(DOF) + list(VEL) + (["work"] if self.track_work else [])
+
+    @staticmethod
+    def _add_stats(stats: Dict[str, float], sol: Any) -> None:
+        s = sol.stats
+        stats["nfev"] += s.nfev
+        stats["njev"] += s.njev
+        stats["n_steps"] += s.n_steps
+        stats["n_solves"] += 1
+
+
+class _InputTrack:
+    """Inputs between the knots of the output grid: linear interpolation or zero-order hold.
+
+    On (t_i, t_i+1] the field sees knot_i + theta (knot_i+1 - knot_i), theta = (t - t_i)/dt
+    (``linear``), or knot_i+1, the value after the update of step i (``zoh``).
+    """
+
+    def __init__(self, t_grid: np.ndarray, knots: Mapping[str, np.ndarray], hold: str):
+        self.t_grid, self.linear = t_grid, hold == "linear"
+        self.n = t_grid.size - 1
+        self.t0, self.dt = float(t_grid[0]), float(t_grid[1] - t_grid[0])
+        stacked = np.hstack([knots[name] for name in _KNOTS])
+        self.base = stacked[:-1] if self.linear else stacked[1:]
+        self.slope = np.diff(stacked, axis=0)
+        widths = [knots[name].shape[1] for name in _KNOTS]
+        self.cuts = np.cumsum([0] + widths)
+        self._last = -1
+        self._zoh: Optional[Inputs] = None
+
+    def _split(self, row: np.ndarray) -> Inputs:
+        c = self.cuts
+        return Inputs(*(row[c[j]:c[j + 1]] for j in range(len(_KNOTS))))
+
+    def at(self, t: float) -> Inputs:
+        i = int(np.searchsorted(self.t_grid, t, side="left")) - 1
+        i = 0 if i < 0 else (self.n - 1 if i >= self.n else i)
+        if not self.linear:
+            if i != self._last:
+                self._zoh = self._split(self.base[i])
+                self._last = i
+            return self._zoh
+        th = (t - self.t_grid[i]) / self.dt
+        return self._split(self.base[i] + th * self.slope[i])
+
+
+_KNOTS = ("rot", "az", "pd", "rud", "wamp", "wph")
