@@ -56,14 +56,46 @@ def axis_distance_range(V: np.ndarray):
 
 
 def _edge_circle(A: np.ndarray, d: np.ndarray, r: np.ndarray):
-    """Parameters t1 <= t2 of |A + t d| = r per edge, and whether the line cuts the circle."""
+    """Parameters t1 <= t2 of |A + t d| = r per edge, and whether the line cuts the circle.
+
+    The discriminant is formed as |d|² r² − (A × d)² (no cancellation away from tangency).
+    """
     dd = np.einsum("...j,...j->...", d, d)
     ad = np.einsum("...j,...j->...", A, d)
-    aa = np.einsum("...j,...j->...", A, A)
-    disc = ad * ad - dd * (aa - r * r)
+    cr = cross2(A, d)
+    disc = dd * r * r - cr * cr
     cut = disc > 0.0
     sq = np.sqrt(np.where(cut, disc, 0.0))
     return (-ad - sq) / dd, (-ad + sq) / dd, cut
+
+
+def _edge_circle_points(A: np.ndarray, B: np.ndarray, r: np.ndarray):
+    """Clipped edge piece inside the disk, with end points computed from the nearer vertex.
+
+    Returns (nonempty, start_at_A, end_at_B, P0, P1, cut): the piece of edge A->B inside
+    disk(r) runs from P0 to P1; P0 is exactly A when the piece starts at A, P1 exactly B when
+    it ends at B. Each intersection is parametrised from the nearer end point, so the points
+    keep full relative accuracy even for circles much smaller than the edge.
+    """
+    d = B - A
+    dd = np.einsum("...j,...j->...", d, d)
+    ad = np.einsum("...j,...j->...", A, d)
+    bd = np.einsum("...j,...j->...", B, d)
+    cr = cross2(A, d)
+    disc = dd * r * r - cr * cr
+    cut = disc > 0.0
+    sq = np.sqrt(np.where(cut, disc, 0.0))
+    t1, t2 = (-ad - sq) / dd, (-ad + sq) / dd  # from A
+    u1, u2 = (-bd - sq) / dd, (-bd + sq) / dd  # from B (u = t - 1)
+    start_at_A = t1 <= 0.0
+    end_at_B = u2 >= 0.0
+    nonempty = cut & (t2 > 0.0) & (u1 < 0.0)
+    dv = d[..., :]
+    p_t1 = np.where((t1 < 0.5)[..., None], A + t1[..., None] * dv, B + u1[..., None] * dv)
+    p_t2 = np.where((u2 > -0.5)[..., None], B + u2[..., None] * dv, A + t2[..., None] * dv)
+    P0 = np.where(start_at_A[..., None], A, p_t1)
+    P1 = np.where(end_at_B[..., None], B, p_t2)
+    return nonempty, start_at_A, end_at_B, P0, P1, cut
 
 
 def convex_disk_moments(V: np.ndarray, r: np.ndarray, origin: np.ndarray):
@@ -71,7 +103,7 @@ def convex_disk_moments(V: np.ndarray, r: np.ndarray, origin: np.ndarray):
 
     V      : (P, K, 2) ccw polygon vertices relative to the axis, m.
     r      : (P,) circle radii, m (> 0).
-    origin : (P, 2) local origin for the moments (e.g. the element centroid), m.
+    origin : (P, 2) origin of the returned moments (e.g. the element centroid), m.
     Returns (area (P,) m^2, moment (P, 2) m^3) with moment = ∫_{V∩D} (x − origin) dA.
 
     The boundary of V ∩ D is walked ccw: the straight piece of every edge inside the disk, and
@@ -81,21 +113,21 @@ def convex_disk_moments(V: np.ndarray, r: np.ndarray, origin: np.ndarray):
     When E and S (nearly) coincide, whether the arc is ~0 or ~2π is decided by testing one
     circle point away from E against the polygon. No piece at all: the full circle counts iff
     the axis lies inside the polygon (tangency and containment are thus robust).
+    The Green sums are taken about the axis when the circle is smaller than the polygon
+    (the region then lies within r of the axis) and about ``origin`` otherwise, so that small
+    regions keep full relative accuracy.
     """
     P, K, _ = V.shape
     A = V
     Bv = np.roll(V, -1, axis=1)
     d = Bv - A
     rr = r[:, None]
-    t1, t2, cut = _edge_circle(A, d, rr)
-    s0 = np.where(cut, np.clip(t1, 0.0, 1.0), 0.0)
-    s1 = np.where(cut, np.clip(t2, 0.0, 1.0), 0.0)
-    nonempty = s1 > s0
-    # piece end points, exact at s = 0 and s = 1
-    p0 = (1.0 - s0)[..., None] * A + s0[..., None] * Bv
-    p1 = (1.0 - s1)[..., None] * A + s1[..., None] * Bv
-    O = origin[:, None, :]
-    a0, a1 = np.where(nonempty[..., None], p0 - O, 0.0), np.where(nonempty[..., None], p1 - O, 0.0)
+    size = np.sqrt(np.einsum("pkj,pkj->pk", d, d)).max(axis=1)
+    G = np.where((r < size)[:, None], 0.0, origin)  # Green origin
+    nonempty, start_at_A, end_at_B, p0, p1, _ = _edge_circle_points(A, Bv, rr)
+    Og = G[:, None, :]
+    a0 = np.where(nonempty[..., None], p0 - Og, 0.0)
+    a1 = np.where(nonempty[..., None], p1 - Og, 0.0)
     cr = cross2(a0, a1)
     area = 0.5 * cr.sum(axis=1)
     mom = (cr[..., None] * (a0 + a1)).sum(axis=1) / 6.0
@@ -107,8 +139,8 @@ def convex_disk_moments(V: np.ndarray, r: np.ndarray, origin: np.ndarray):
         nxt = np.where(nonempty[:, cand], cand[None, :], nxt)
     has_next = nonempty & (nxt >= 0)
     m_idx = np.where(has_next, nxt, 0)
-    s0_next = np.take_along_axis(s0, m_idx, axis=1)
-    adjacent = (m_idx == (k[None, :] + 1) % K) & (s1 == 1.0) & (s0_next == 0.0)
+    starts_next = np.take_along_axis(start_at_A, m_idx, axis=1)
+    adjacent = (m_idx == (k[None, :] + 1) % K) & end_at_B & starts_next
     arc = has_next & ~adjacent
     E = p1
     S = np.take_along_axis(p0, m_idx[..., None], axis=1)
@@ -126,19 +158,21 @@ def convex_disk_moments(V: np.ndarray, r: np.ndarray, origin: np.ndarray):
     dth = np.where(arc, dth, 0.0)
     mid = th_e + 0.5 * dth
     um = np.stack([np.cos(mid), np.sin(mid)], axis=-1)
-    Se, Ee = np.where(arc[..., None], E - O, 0.0), np.where(arc[..., None], S - O, 0.0)
+    Se, Ee = np.where(arc[..., None], E - Og, 0.0), np.where(arc[..., None], S - Og, 0.0)
     crc = cross2(Se, Ee)
     seg = np.where(arc, 0.5 * rr * rr * x_minus_sin(dth), 0.0)
     seg_m = np.where(arc, (2.0 / 3.0) * rr ** 3 * np.sin(0.5 * dth) ** 3, 0.0)
     area += (0.5 * crc + seg).sum(axis=1)
     mom += (crc[..., None] * (Se + Ee)).sum(axis=1) / 6.0
-    mom += (seg_m[..., None] * um).sum(axis=1) - seg.sum(axis=1)[:, None] * origin
+    mom += (seg_m[..., None] * um).sum(axis=1) - seg.sum(axis=1)[:, None] * G
     # no piece at all: the circle is entirely inside (axis inside) or the disk misses the polygon
     axis_in = np.all(cross2(A, d) >= 0.0, axis=1)
     full = ~nonempty.any(axis=1) & axis_in & (np.einsum("pj,pj->p", A[:, 0], A[:, 0]) > r * r)
     circ = np.pi * r * r
     area = np.where(full, area + circ, area)
-    mom = np.where(full[:, None], mom - circ[:, None] * origin, mom)
+    mom = np.where(full[:, None], mom - circ[:, None] * G, mom)
+    # moments about the requested origin
+    mom = mom + area[:, None] * (G - origin)
     return area, mom
 
 
@@ -169,7 +203,8 @@ def outline_disk_areas(A: np.ndarray, B: np.ndarray, radii: np.ndarray) -> np.nd
     by a majority vote of three test points.
     """
     radii = np.asarray(radii, dtype=np.float64)
-    origin = 0.5 * (A.min(axis=0) + B.max(axis=0))
+    lo, hi = np.minimum(A, B).min(axis=0), np.maximum(A, B).max(axis=0)
+    centre, size = 0.5 * (lo + hi), float(np.hypot(*(hi - lo)))
     d = B - A
     out = np.zeros(radii.size)
     pos = radii > 0.0
@@ -179,8 +214,10 @@ def outline_disk_areas(A: np.ndarray, B: np.ndarray, radii: np.ndarray) -> np.nd
     t1, t2, cut = _edge_circle(A[None], d[None], rc[:, None])  # (Nc, Nb)
     s0 = np.where(cut, np.clip(t1, 0.0, 1.0), 0.0)
     s1 = np.where(cut, np.clip(t2, 0.0, 1.0), 0.0)
-    p0 = A[None] + s0[..., None] * d[None] - origin
-    p1 = A[None] + s1[..., None] * d[None] - origin
+    # Green origin per circle: the axis for circles smaller than the outline, else its centre
+    G = np.where((rc < size)[:, None], 0.0, centre[None, :])  # (Nc, 2)
+    p0 = A[None] + s0[..., None] * d[None] - G[:, None, :]
+    p1 = A[None] + s1[..., None] * d[None] - G[:, None, :]
     area = 0.5 * cross2(p0, p1).sum(axis=1)
     ok1 = cut & (t1 >= 0.0) & (t1 <= 1.0)
     ok2 = cut & (t2 >= 0.0) & (t2 <= 1.0)
@@ -206,7 +243,7 @@ def outline_disk_areas(A: np.ndarray, B: np.ndarray, radii: np.ndarray) -> np.nd
             ang = theta + frac * dth
             votes += _point_in_outline(r_arc[:, None] * np.column_stack([np.cos(ang), np.sin(ang)]), A, B)
         use = votes >= 2
-        S, E = pts - origin, pts[nxt] - origin
+        S, E = pts - G[circ_id], pts[nxt] - G[circ_id]
         contrib = np.where(use, 0.5 * cross2(S, E) + 0.5 * r_arc * r_arc * x_minus_sin(dth), 0.0)
         area += np.bincount(circ_id, weights=contrib, minlength=rc.size)
     none = counts == 0

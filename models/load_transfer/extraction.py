@@ -48,8 +48,7 @@ class WallTree:
         """(r0, r1, level) of the wall faces [m]; with active_only=False parents are included too."""
         m = self.leaf if active_only else np.ones_like(self.leaf)
         h = self.length / 2.0 ** self.level[m]
-        r0 = self.index[m] * h
-        return r0, r0 + h, self.level[m]
+        return self.index[m] * h, (self.index[m] + 1) * h, self.level[m]
 
     @property
     def levels(self) -> List[int]:

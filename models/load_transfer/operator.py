@@ -236,8 +236,8 @@ class ConservativePressureOperator:
             i = int(bad[0])
             what = "A_i" if self.covers_disk else "common area (outline route)"
             raise GeometryError(
-                f"ring {i}: sum_a M_ai = {sums[i]!r} m^2 but {what} = {ref[i]!r} m^2 "
-                f"(A_i = {self.ring_areas[i]!r} m^2, relative error {err[i]:.3e} > geometry_tolerance "
+                f"ring {i}: sum_a M_ai = {float(sums[i])!r} m^2 but {what} = {float(ref[i])!r} m^2 "
+                f"(A_i = {float(self.ring_areas[i])!r} m^2, relative error {err[i]:.3e} > geometry_tolerance "
                 f"{self.geometry_tolerance:.1e}; {bad.size} ring(s) fail)"
             )
         return sums

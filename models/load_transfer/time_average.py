@@ -70,8 +70,8 @@ def exact_time_average(time, values, t_edges, *, unloaded_ends: bool = False) ->
         if bad.size:
             n = int(bad[0])
             raise OutOfHistoryError(
-                f"t_edges: step {n} [{edges[n]!r}, {edges[n + 1]!r}] s lies outside the history span "
-                f"[{t0!r}, {t1!r}] s ({bad.size} step(s) outside); the source does not certify "
+                f"t_edges: step {n} [{float(edges[n])!r}, {float(edges[n + 1])!r}] s lies outside the history span "
+                f"[{float(t0)!r}, {float(t1)!r}] s ({bad.size} step(s) outside); the source does not certify "
                 f"unloaded ends (unloaded_ends=False)"
             )
     # zero outside the span: clipping the integration limits is exact.
