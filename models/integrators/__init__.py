@@ -5,4 +5,4 @@ scikit-sundae lazily inside ``solve``.
 """
 from models.integrators.registry import available, get, register  # noqa: F401
 from models.integrators import base  # noqa: F401
-from models.integrators import rosenbrock, scipy_ivp, sundials  # noqa: F401
+from models.integrators import rosenbrock, scipy_ivp, sundials, verlet  # noqa: F401

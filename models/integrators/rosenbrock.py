@@ -37,6 +37,7 @@ from models.integrators.registry import register
 log = logging.getLogger(__name__)
 
 GAMMA = 1.0 + 1.0 / math.sqrt(2.0)
+_SING = 64.0 * np.finfo(float).eps  # pivot ratio below which I - gamma h J counts as singular
 Array = np.ndarray
 
 
@@ -72,8 +73,10 @@ class _ROS2Core(Integrator):
         gh = g * h
         lu, piv, info = getrf(eye - gh * J, overwrite_a=True)
         stats.nlu += 1
-        if info != 0:
-            raise IntegratorFailure(f"LU of I - gamma h J singular at t={t:.6g}, h={h:.3g} (info={info})", "lu", t)
+        d = np.abs(lu.diagonal())
+        if info != 0 or not d.min() > _SING * max(d.max(), 1.0):  # M = I - gamma h J has scale >= 1
+            raise IntegratorFailure(f"LU of I - gamma h J singular at t={t:.6g}, h={h:.3g} (min pivot {d.min():.3g})",
+                                    "lu", t)
         if ft is None:
             k1 = getrs(lu, piv, gh * f0)[0]
             f1 = prob.rhs(t + h, y + k1 * (1.0 / g))

@@ -1,7 +1,7 @@
 """SUNDIALS CVODE (BDF, dense direct linear solver) through scikit-sundae.
 
 Settings: ``rtol``, ``atol`` (global, ``atol_by_name`` per state), ``max_num_steps`` (per
-output interval, as in CVODE), ``max_step`` (0 = unbounded), ``first_step`` (0 = CVODE's
+output interval, as in CVODE; counted here because the solver is stepped one step at a time), ``max_step`` (0 = unbounded), ``first_step`` (0 = CVODE's
 estimate), ``max_order`` (1..5). The solver is advanced one internal step at a time with
 ``tstop`` on each output time, so accepted steps are counted and outputs are exact.
 scikit-sundae does not expose rejected attempts or LU counts (``diagnostics['not_reported']``).
@@ -79,8 +79,13 @@ class CVODEBDF(Integrator):
         if not res.success:
             raise IntegratorFailure(f"CVODE init: {res.message}", "solver", t0)
         t_cur = t0
+        max_steps = int(o["max_num_steps"])
         for target in t_eval:
+            n_interval = 0
             while target - t_cur > tiny:
+                if n_interval >= max_steps:
+                    raise IntegratorFailure(f"CVODE: max_num_steps={max_steps} reached before t={target:.6g}", "solver", t_cur)
+                n_interval += 1
                 res = solver.step(float(target), method="onestep", tstop=float(target))
                 if failure:
                     raise failure[0]
