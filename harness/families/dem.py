@@ -472,7 +472,7 @@ def _run_lammps(cfg, ctx, p: LammpsImpactParams) -> CaseResult:
         cmp_ = lammps_peer.compare_wall_impact(mat, p.radius, p.v_n)
     with ctx.stage("gas"):
         gas = lammps_peer.compare_gas(mat, p.n_side, p.radius, p.speed, p.t_end)
-    metrics = {**cmp_, **gas}
+    metrics = {k: float(v) for k, v in {**cmp_, **gas}.items()}
     return CaseResult(metrics=metrics)
 
 
@@ -501,14 +501,25 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         with ctx.stage(f"ours_{n}"):
             ours = lammps_peer.bench_ours(mat, n, p.n_steps, p.packing_fraction)
         metrics[f"ours_particle_steps_per_s_{n}"] = ours["particle_steps_per_s"]
-        metrics[f"ours_peak_rss_mb_{n}"] = ours["peak_rss_mb"]
+        metrics[f"ours_peak_mem_mb_{n}"] = ours["peak_mem_mb"]
+        metrics[f"process_max_rss_mb_{n}"] = ours["process_max_rss_mb"]
         metrics[f"contacts_per_particle_{n}"] = ours["contacts_per_particle"]
         if lammps_peer.available():
             with ctx.stage(f"lammps_{n}"):
                 lmp = lammps_peer.bench_lammps(mat, n, p.n_steps, p.packing_fraction)
             metrics[f"lammps_particle_steps_per_s_{n}"] = lmp["particle_steps_per_s"]
             metrics[f"ratio_to_lammps_{n}"] = ours["particle_steps_per_s"] / lmp["particle_steps_per_s"]
-    return CaseResult(metrics=metrics, info={"sizes": list(sizes)})
+    ours = [v for k, v in metrics.items() if k.startswith("ours_particle_steps_per_s_")]
+    ratios = [v for k, v in metrics.items() if k.startswith("ratio_to_lammps_")]
+    metrics["ours_particle_steps_per_s_max"] = max(ours)
+    metrics["ratio_to_lammps_min"] = min(ratios) if ratios else math.nan
+    return CaseResult(metrics=metrics, info={"sizes": list(sizes), "backend": ours_backend(sizes[-1])})
+
+
+def ours_backend(n: int) -> str:
+    from models.dem.kernels import HAVE_NUMBA
+
+    return "numba" if HAVE_NUMBA and n >= 1000 else "numpy"
 
 
 # -- study aggregations ---------------------------------------------------------------------------

@@ -51,16 +51,26 @@ class DEMSystem:
     max_initial_overlap: largest accepted initial overlap / smaller radius (-).
     dt_fraction: dt must not exceed this fraction of the estimated contact time at ``v_ref``
     (m/s) unless ``allow_large_dt``.
+    backend: ``numpy`` (vectorised), ``numba`` (compiled pair kernel, models.dem.kernels) or
+    ``auto`` (numba when installed and N >= 1000).
     """
 
     def __init__(self, radius, positions, material: Material, law: ContactLaw, dt: float,
                  velocities=None, omegas=None, walls: Optional[Sequence[Wall]] = None,
                  gravity=(0.0, 0.0, 0.0), dim: int = 3, thickness=None,
                  max_initial_overlap: float = 0.02, dt_fraction: float = 0.1,
-                 v_ref: Optional[float] = None, allow_large_dt: bool = False, skin: Optional[float] = None):
+                 v_ref: Optional[float] = None, allow_large_dt: bool = False, skin: Optional[float] = None,
+                 backend: str = "auto"):
         if dim not in (2, 3):
             raise DEMInputError(f"dim: must be 2 or 3, got {dim!r}")
         self.dim = dim
+        from models.dem.kernels import HAVE_NUMBA
+
+        if backend not in ("auto", "numpy", "numba"):
+            raise DEMInputError(f"backend: must be auto, numpy or numba, got {backend!r}")
+        if backend == "numba" and not HAVE_NUMBA:
+            raise DEMInputError("backend: numba requested but not installed")
+        self._backend_req = backend
         self.radius = np.array(radius, dtype=np.float64).reshape(-1)
         N = self.radius.size
         if N < 1:
@@ -71,6 +81,7 @@ class DEMSystem:
         self.v0 = _as_n3(velocities, N, "velocities")
         self.w0 = _as_n3(omegas, N, "omegas")
         self.material, self.law = material, law
+        self.backend = "numba" if (backend == "numba" or (backend == "auto" and HAVE_NUMBA and N >= 1000)) else "numpy"
         self.walls: List[Wall] = list(walls or [])
         self.g = np.array(gravity, dtype=np.float64).reshape(3)
         dt = float(dt)
@@ -207,16 +218,16 @@ class DEMSystem:
             found = old_keys[pos_c] == keys
             xi[found] = old_xi[pos_c[found]]
         # rotate the spring onto the current tangent plane, keeping its length
-        mag = np.linalg.norm(xi, axis=1)
-        xi = xi - np.sum(xi * n, axis=1)[:, None] * n
-        mag_new = np.linalg.norm(xi, axis=1)
+        mag = _rownorm(xi)
+        xi = xi - np.einsum("ij,ij->i", xi, n)[:, None] * n
+        mag_new = _rownorm(xi)
         scale = np.divide(mag, mag_new, out=np.ones_like(mag), where=mag_new > 0)
         xi *= scale[:, None]
         vt = vrel - vn[:, None] * n
         xi += vt * self.dt
         kt = tangential_stiffness(law, delta, k_tan_n, Gstar, Rstar)
         ft = -kt[:, None] * xi
-        ft_mag = np.linalg.norm(ft, axis=1)
+        ft_mag = _rownorm(ft)
         limit = law.friction * fn
         slip = ft_mag > limit
         if np.any(slip):
@@ -242,16 +253,19 @@ class DEMSystem:
             self.contacts_pp = ContactSet(*(np.empty(0, np.int64),) * 2, *(np.empty(0),) * 3)
             self._hist_pp = (np.empty(0, np.int64), np.empty((0, 3)))
             return
+        if self.backend == "numba":
+            self._pair_forces_numba(pairs, x, v, w, F, T)
+            return
         i, j = pairs[:, 0], pairs[:, 1]
         d_vec = x[j] - x[i]
-        dist = np.linalg.norm(d_vec, axis=1)
+        dist = _rownorm(d_vec)
         delta = r[i] + r[j] - dist
         on = delta > 0
         i, j, d_vec, dist, delta = i[on], j[on], d_vec[on], dist[on], delta[on]
         n = d_vec / dist[:, None]
         Ri, Rj = r[i][:, None], r[j][:, None]
-        vrel = v[i] - v[j] + np.cross(w[i], Ri * n) + np.cross(w[j], Rj * n)
-        vn = np.sum(vrel * n, axis=1)
+        vrel = v[i] - v[j] + _cross(Ri * w[i] + Rj * w[j], n)
+        vn = np.einsum("ij,ij->i", vrel, n)
         Rstar = effective_radius(r[i], r[j])
         mstar = self.mass[i] * self.mass[j] / (self.mass[i] + self.mass[j])
         Estar = self.E_pp
@@ -260,16 +274,33 @@ class DEMSystem:
         keys = i * N + j
         ft, self._hist_pp = self._tangential(self._hist_pp, keys, n, vrel, vn, delta, k_tan, self.G_pp, Rstar, fn)
         fi = -fn[:, None] * n + ft
-        np.add.at(F, i, fi)
-        np.add.at(F, j, -fi)
-        ti = np.cross(Ri * n, ft)
-        tj = np.cross(Rj * n, ft)
-        mr = self._rolling(w[i] - w[j], Rstar, fn)
-        np.add.at(T, i, ti + mr)
-        np.add.at(T, j, tj - mr)
+        _scatter_add(F, i, fi)
+        _scatter_add(F, j, -fi)
+        if law.tangential != "none" or law.rolling_friction:
+            nxf = _cross(n, ft)
+            mr = self._rolling(w[i] - w[j], Rstar, fn)
+            _scatter_add(T, i, Ri * nxf + mr)
+            _scatter_add(T, j, Rj * nxf - mr)
         if not law.is_elastic:
             self.dissipated += float(np.sum((fn - self._elastic_force(delta, Estar, Rstar)) * vn)) * self.dt
         self.contacts_pp = ContactSet(i, j, delta, fn, fn_raw)
+
+    def _pair_forces_numba(self, pairs, x, v, w, F, T) -> None:
+        from models.dem.kernels import pair_forces
+
+        law = self.law
+        tang = {"none": 0, "linear": 1, "mindlin": 2}[law.tangential]
+        eta = -1.0 if law.eta is None else float(law.eta)
+        hk, hx = self._hist_pp
+        ci, cj, cd, cfn, craw, nk, nx, diss = pair_forces(
+            np.ascontiguousarray(x), np.ascontiguousarray(v), np.ascontiguousarray(w), self.radius, self.mass,
+            pairs, hk, np.ascontiguousarray(hx), self.N, self.dt, law.is_hertzian, float(law.hm_c or 0.0),
+            float(law.k_n or 0.0), eta, float(law.zeta or 0.0), bool(law.attractive), tang, float(law.k_t_ratio),
+            float(law.friction), float(law.rolling_friction), self.E_pp, self.G_pp, F, T)
+        self._hist_pp = (nk, nx)
+        if not law.is_elastic or tang:
+            self.dissipated += float(diss)
+        self.contacts_pp = ContactSet(ci, cj, cd, cfn, craw)
 
     def _elastic_force(self, delta, Estar, Rstar):
         if self.law.is_hertzian:
@@ -298,8 +329,8 @@ class DEMSystem:
         delta = r[i] - dist[i, k]
         n = -Nrm[k]  # from particle to wall
         Ri = r[i][:, None]
-        vrel = v[i] - Vw[k] + np.cross(w[i], Ri * n)
-        vn = np.sum(vrel * n, axis=1)
+        vrel = v[i] - Vw[k] + _cross(Ri * w[i], n)
+        vn = np.einsum("ij,ij->i", vrel, n)
         Rstar, mstar, Estar = r[i], self.mass[i], self.E_w[k]
         fn_raw, k_tan = normal_force(law, delta, vn, Estar, Rstar, mstar, clamp=False)
         fn = fn_raw if law.attractive else np.maximum(fn_raw, 0.0)
@@ -309,10 +340,10 @@ class DEMSystem:
         Rstar, mstar, Estar, fn, fn_raw, k_tan = (a[order] for a in (Rstar, mstar, Estar, fn, fn_raw, k_tan))
         ft, self._hist_pw = self._tangential(self._hist_pw, keys, n, vrel, vn, delta, k_tan, self.G_w[k], Rstar, fn)
         fi = -fn[:, None] * n + ft
-        np.add.at(F, i, fi)
-        np.add.at(self.wall_force, k, -fi)
+        _scatter_add(F, i, fi)
+        _scatter_add(self.wall_force, k, -fi)
         mr = self._rolling(w[i], Rstar, fn)
-        np.add.at(T, i, np.cross(Ri * n, ft) + mr)
+        _scatter_add(T, i, Ri * _cross(n, ft) + mr)
         if not law.is_elastic:
             self.dissipated += float(np.sum((fn - self._elastic_force(delta, Estar, Rstar)) * vn)) * self.dt
         self.contacts_pw = ContactSet(i, k, delta, fn, fn_raw)
@@ -343,6 +374,26 @@ class DEMSystem:
             el += float(np.sum(elastic_energy(self.law, self.radius[on] - dist[on], self.E_w[k], self.radius[on])))
         return {"kinetic": kin, "rotational": rot, "elastic": el, "gravity": grav,
                 "total": kin + rot + el + grav}
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cross product of (M, 3) arrays (faster than np.cross for large M)."""
+    out = np.empty_like(a)
+    out[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
+    out[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
+    out[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    return out
+
+
+def _scatter_add(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
+    """out[idx] += vals with repeated indices, per column by bincount (faster than np.add.at)."""
+    n = out.shape[0]
+    for c in range(out.shape[1]):
+        out[:, c] += np.bincount(idx, weights=vals[:, c], minlength=n)
+
+
+def _rownorm(a: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.einsum("ij,ij->i", a, a))
 
 
 def _wall_elastic(w: Wall):

@@ -10,7 +10,7 @@ from harness.families.dem import envelope, fit_mohr_coulomb
 @pytest.mark.parametrize("case", ["dem/linear_spring_impact", "dem/hertz_sphere_wall", "dem/hertz_sphere_sphere",
                                   "dem/kelvin_voigt_eq22", "dem/kelvin_voigt_classic",
                                   "dem/hertz_mindlin_restitution", "dem/oblique_impact", "dem/consistency",
-                                  "dem/bouncing_particle"])
+                                  "dem/bouncing_particle", "dem/lammps_peer"])
 def test_case_passes(harness_env, case):
     out = run_case(case, overrides=["tracking.enabled=false"])
     assert out.verdict == "pass", (out.metrics, out.gates)
