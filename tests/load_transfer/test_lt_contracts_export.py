@@ -229,3 +229,40 @@ def test_export_cli_exit_codes(tmp_path, capsys):
     grid_file = tmp_path / "edges.txt"
     np.savetxt(grid_file, np.linspace(0, 1e-4, 11))
     assert main([str(src), str(fine), "--out", str(tmp_path / "e"), "--time-grid", str(grid_file)]) == 0
+
+
+def test_kratos_interrupted_or_vetoed_write_leaves_nothing(tmp_path):
+    from models.load_transfer.contracts.kratos_loads import write_kratos_loads
+
+    t = np.linspace(0.0, 1.0, 40)
+    e = np.linspace(0.0, R, 4)
+    P = np.ones((40, 3))
+    table = polar_quadrature_table(radius=R, n_radial=3, n_theta=4)
+    kw = dict(case_id="k", time=t, radial_edges=e, source_pressure=P, ids=table["condition_id"],
+              coordinates=table[["x0", "y0", "z0"]], areas=table["tributary_area"],
+              normals=table[["nx", "ny", "nz"]], r_map=R, axis_origin=(0.0, 0.0),
+              mapping_method="quadrature-sampled", source_schema_version="1.1.0", source_sha256="0" * 64,
+              mode="debug", block_rows=16)
+    calls = []
+
+    def pressure(sl):
+        calls.append(sl.start)
+        if sl.start >= 16:
+            raise KeyboardInterrupt("killed while streaming")
+        return np.ones((sl.stop - sl.start, len(table)))
+
+    with pytest.raises(KeyboardInterrupt):
+        write_kratos_loads(tmp_path / "out", condition_pressure=pressure, **kw)
+    assert calls == [0, 16] and list((tmp_path / "out").iterdir()) == []
+
+    def veto(target_force, source_force):
+        np.testing.assert_allclose(target_force, source_force, rtol=1e-13)  # the data were fine
+        raise RuntimeError("vetoed by the gate")
+
+    with pytest.raises(RuntimeError, match="vetoed by the gate"):
+        write_kratos_loads(tmp_path / "out", condition_pressure=lambda sl: np.ones((sl.stop - sl.start, len(table))),
+                           before_commit=veto, **kw)
+    assert list((tmp_path / "out").iterdir()) == []
+    path = write_kratos_loads(tmp_path / "out", condition_pressure=lambda sl: np.ones((sl.stop - sl.start, len(table))),
+                              **kw).path
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["k.kratos-loads.v1.h5"] and validate_file(path).ok
