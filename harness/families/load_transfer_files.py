@@ -6,7 +6,6 @@ stands in for Basilisk), so nothing binary lives in git.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -140,6 +139,22 @@ def ctx_command(cfg: DictConfig) -> List[str]:
     return ["python", "-m", "harness", f"+case={cfg.case.name}"]
 
 
+def _quiet(ctx: RunContext, name: str, fn, *args) -> int:
+    """Run a CLI main in-process; its stdout/stderr go to ``name`` in the run directory."""
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        rc = fn(*args)
+    path = ctx.run_dir / name
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(f"$ {fn.__module__} {' '.join(map(str, args[0]))}\n{buf.getvalue()}(exit {rc})\n")
+    if path.resolve() not in ctx.outputs:
+        ctx.add_output(path)
+    return rc
+
+
 def _t_edges(p: FilesParams) -> np.ndarray:
     return p.t0 + p.dt * np.arange(p.n_steps + 1)
 
@@ -265,7 +280,7 @@ def run_reject_major(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         msg = "accepted"
     except ContractError as exc:
         msg = str(exc)
-    rc = validate_main([str(bad)])
+    rc = _quiet(ctx, "validate.log", validate_main, [str(bad)])
     out_dir = ctx.run_dir / "export"
     try:
         export_kratos_loads(bad, polar_quadrature_table(radius=p.wall.length, n_radial=8, n_theta=8), _t_edges(p),
@@ -494,7 +509,7 @@ def run_export(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     grid = ["--t0", repr(p.t0), "--dt", repr(p.dt), "--steps", str(p.n_steps), "--j-scale", repr(p.J_scale)]
     out_dir = ctx.run_dir / "kratos"
     with ctx.stage("export"):
-        rc = export_main([str(src), str(table), "--out", str(out_dir), *grid])
+        rc = _quiet(ctx, "export.log", export_main, [str(src), str(table), "--out", str(out_dir), *grid])
     produced = sorted(out_dir.glob("*.kratos-loads.v1.h5")) if out_dir.exists() else []
     if rc == 1:  # mapping-only error above 2 %: report the errors, the gates fail the run
         from models.load_transfer.export import MappingError, export_kratos_loads
@@ -520,7 +535,7 @@ def run_export(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     F_B = exact_time_average(data["source/time"], data["diagnostics/source_force"], te)
     dt = np.diff(te)
     coarse_dir = ctx.run_dir / "kratos_coarse"
-    rc_coarse = export_main([str(src), str(coarse), "--out", str(coarse_dir), *grid])
+    rc_coarse = _quiet(ctx, "export.log", export_main, [str(src), str(coarse), "--out", str(coarse_dir), *grid])
     left = list(coarse_dir.glob("*")) if coarse_dir.exists() else []
     report = validate_file(out)
     area = data["conditions/tributary_area"]

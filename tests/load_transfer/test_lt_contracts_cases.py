@@ -49,8 +49,6 @@ def test_bad_files_case_records_every_message(harness_env):
 
 
 def test_bad_case_params_exit_2(harness_env):
-    from harness.context import HarnessInputError
-
     out = run_case("load_transfer/files/round_trip", overrides=["tracking=none", "+case.params.table_n_theta=0"])
     assert out.exit_code == 2 and "case.params.table_n_theta: must be >= 1" in out.message
 
