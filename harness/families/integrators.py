@@ -240,6 +240,11 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     sol = _solve(integ, tp, ctx)
     wall = time.perf_counter() - start
     metrics = _result_metrics(sol, tp, integ, wall)
+    if integ.name == "ros2":  # fixed step: the error constant e / h^2 is independent of the level
+        t0, t1 = tp.problem.t_span
+        h = float(integ.options["h"]) if integ.options["h"] is not None else (t1 - t0) / int(integ.options["n_steps"])
+        metrics["h"] = h
+        metrics["error_constant"] = metrics["max_rel_error"] / h ** 2
     if not sol.success:
         log.warning("integrators: %s on %s failed: %s", integ.name, tp.name, sol.failure_reason)
     ctx.write_json("solution.json", {"t": sol.t, "y": sol.y, "z": sol.z, "y_ref": tp.y_ref,
