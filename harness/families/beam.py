@@ -117,6 +117,7 @@ class ExudynParams:
     dt: float = 5.0e-4
     rho_inf: float = 0.85
     newton_rtol: float = 1.0e-6
+    classical_joint: bool = False  # Exudyn's classical sliding-joint formulation
     figures: bool = True
 
 
@@ -477,3 +478,83 @@ def _plot_heatmap(ns, rs, grid, best, path: Path) -> None:
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     atomic_write_bytes(path, buf.getvalue())
+
+
+# ---------------------------------------------------------------- Exudyn ANCF peer
+def exudyn_peer(cfg: DictConfig, ctx: RunContext) -> CaseResult:
+    """Same beam, load and slider law on an ANCF cable with a sliding joint (Exudyn)."""
+    p = _params(cfg, ExudynParams)
+    _positive("case.params.t_end", p.t_end)
+    _positive("case.params.dt", p.dt)
+    _positive("case.params.newton_rtol", p.newton_rtol)
+    try:
+        import exudyn  # noqa: F401
+    except ImportError as exc:
+        raise HarnessInputError("case beam/exudyn_ancf needs the optional peer 'exudyn' "
+                                "(pip install exudyn)") from exc
+    from models.beam.peer_exudyn import simulate_ancf
+    from models.beam.problem import time_grid
+
+    problem = _build(cfg.source, "source")
+    if problem.slider is None:
+        raise HarnessInputError("source.slider_kind: the ANCF peer needs a slider law, got 'none'")
+    reductor = _build(cfg.operator, "operator")
+    with _guard("case.params"):
+        t = time_grid(p.t_end, p.dt)
+    with _guard("source"):
+        problem.slider.check_on_beam(t, problem.beam.length)
+    with ctx.stage("offline_basis"), _guard("operator"):
+        basis = reductor.build(problem, t)
+    with ctx.stage("full_model"):
+        full = problem.simulate(p.t_end, p.dt, p.rho_inf)
+    with ctx.stage("reduced_model"):
+        red = problem.simulate(p.t_end, p.dt, p.rho_inf, basis=basis)
+    with ctx.stage("ancf_exudyn"), _guard("source"):
+        anc = simulate_ancf(problem, p.t_end, p.dt, p.rho_inf, p.newton_rtol, classical_joint=p.classical_joint)
+    if anc.t.shape != t.shape or np.max(np.abs(anc.t - t)) > 1e-9 * p.t_end:
+        raise RuntimeError(f"Exudyn output grid ({anc.t.size} samples) differs from the EB grid ({t.size})")
+    Eref = float(np.max(anc.energy))
+    metrics = {
+        "tip_rms_ancf_vs_full": Mx.relative_rms(full.tip, anc.tip),
+        "rms_ancf_vs_full": Mx.relative_rms(full.w, anc.w),
+        "tip_rms_ancf_vs_reduced": Mx.relative_rms(red.tip, anc.tip),
+        "rms_ancf_vs_reduced": Mx.relative_rms(red.w, anc.w),
+        "tip_rms_reduced_vs_full": Mx.relative_rms(red.tip, full.tip),
+        "energy_history_diff_full": float(np.max(np.abs(full.energy - anc.energy))) / Eref,
+        "energy_history_diff_reduced": float(np.max(np.abs(red.energy - anc.energy))) / Eref,
+        "energy_residual_ancf_drive": anc.energy_residual(),
+        "energy_residual_full": full.energy_residual(),
+        "energy_residual_reduced": red.energy_residual(),
+        "external_work_diff_full": abs(full.W_ext[-1] - anc.W_ext[-1]) / max(abs(anc.W_ext[-1]), 1e-300),
+        "ancf_time_s": anc.wall_time_s,
+        "full_time_s": full.wall_time_s,
+        "reduced_time_s": red.wall_time_s,
+        "time_ratio_reduced_vs_ancf": red.wall_time_s / anc.wall_time_s,
+        "time_ratio_full_vs_ancf": full.wall_time_s / anc.wall_time_s,
+        "max_tip_ancf_m": float(np.max(np.abs(anc.tip))),
+    }
+    with ctx.stage("records"):
+        _npz(ctx, "ancf_comparison.npz", t=t, tip_ancf=anc.tip, tip_full=full.tip, tip_red=red.tip,
+             E_ancf=anc.energy, E_full=full.energy, E_red=red.energy, W_ext_ancf=anc.W_ext,
+             W_c_ancf=anc.W_constraint, sliding_coordinate=anc.sliding_coordinate)
+        if p.figures:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+
+            fig, ax = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+            ax[0].plot(t, anc.tip * 1e3, label="ANCF + sliding joint (Exudyn)")
+            ax[0].plot(t, full.tip * 1e3, "--", label="EB full")
+            ax[0].plot(t, red.tip * 1e3, ":", label=f"EB reduced (r={basis.r_glob})")
+            ax[0].set_ylabel("tip w [mm]")
+            ax[0].legend()
+            ax[1].plot(t, anc.energy * 1e3, label="ANCF")
+            ax[1].plot(t, full.energy * 1e3, "--", label="EB full")
+            ax[1].plot(t, red.energy * 1e3, ":", label="EB reduced")
+            ax[1].set_ylabel("E = T + U [mJ]")
+            ax[1].set_xlabel("t [s]")
+            ax[1].legend()
+            _fig(ctx, "ancf_tip_energy.png", fig)
+    return CaseResult(metrics=metrics, info={"exudyn_stats": anc.stats, "newton_rtol": p.newton_rtol,
+                                             "classical_joint": p.classical_joint})
