@@ -258,3 +258,12 @@ def test_validator_is_driven_by_the_spec(tmp_path, good):
         "@case_id: pattern: found 'demo'; expected match ^x",
         "fields/pressure_gauge@unit: unit: found 'Pa'; expected 'kPa'",
     ]
+
+
+def test_dimension_minimum_from_the_spec(tmp_path):
+    t, e, p, _ = _data()
+    with pytest.raises(ContractError) as err:
+        write_wall_loads(tmp_path, case_id="one", time=t[:1], radial_edges=e, pressure=p[:1], metadata=META,
+                         configuration=CONFIG)
+    assert str(err.value).endswith("invalid wall-loads file: dimension Nt: min: found 1; expected >= 2")
+    assert list(tmp_path.iterdir()) == []
