@@ -175,15 +175,18 @@ class ConservativePressureOperator:
         grad = self._tri_gradients(elem)  # (Np, 3, 2)
         return parea[:, None] / 3.0 + np.einsum("paj,pj->pa", grad, pmom)
 
-    def _quadrature(self, elem, ring, order, weight_fn, chunk=20_000):
+    def _quadrature(self, elem, ring, order, weight_fn):
         """Σ_q N_a(x_q) weight_fn(u_q) w_q per piece: (Np, K, m) for m weight components."""
         K = self._el.shape[1]
+        chunk = max(64, 1_500_000 // (12 * order * order))  # bounds the points held at once
         out = None
         for s in range(0, elem.size, chunk):
             e = elem[s:s + chunk]
             rg = ring[s:s + chunk]
             V = self._V[e]
-            piece, x, u, w = polar_points(V, self.radial_edges[rg], self.radial_edges[rg + 1], order)
+            # triangles: N_a ρ w(θ) is quadratic in ρ, so 2 radial points are exact
+            piece, x, u, w = polar_points(V, self.radial_edges[rg], self.radial_edges[rg + 1], order,
+                                          order_rho=2 if K == 3 else order)
             if K == 3:
                 grad = self._tri_gradients(e)
                 N = 1.0 / 3.0 + np.einsum("naj,nj->na", grad[piece], x - self._origin[e][piece])
@@ -194,11 +197,11 @@ class ConservativePressureOperator:
                 if N.size and (N.min() < -1e-9 or N.max() > 1.0 + 1e-9):
                     log.warning("bilinear inverse map: shape values outside [0, 1] (%.3e, %.3e)", N.min(), N.max())
             comp = weight_fn(u)  # (Npts, m)
-            vals = (N[:, :, None] * comp[:, None, :]) * w[:, None, None]
-            res_arr = np.zeros((e.size * K * comp.shape[1],))
-            idx = (piece[:, None, None] * K + np.arange(K)[None, :, None]) * comp.shape[1] + np.arange(comp.shape[1])[None, None, :]
-            res_arr += np.bincount(idx.ravel(), weights=vals.ravel(), minlength=res_arr.size)
-            block = res_arr.reshape(e.size, K, comp.shape[1])
+            vals = (N * w[:, None])[:, :, None] * comp[:, None, :]  # (Npts, K, m)
+            block = np.zeros((e.size, K, comp.shape[1]))
+            if piece.size:
+                starts = np.flatnonzero(np.r_[True, piece[1:] != piece[:-1]])
+                block[piece[starts]] = np.add.reduceat(vals, starts, axis=0)
             out = block if out is None else np.concatenate([out, block])
         if out is None:
             out = np.zeros((0, K, 1))
