@@ -18,6 +18,7 @@ from models.load_transfer.sources import analytic_ring_history, exact_force
 from models.load_transfer.surfaces import SurfaceMesh, disk_mesh
 
 TOL = 1e-12
+pytestmark = pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
 
 
 def _op(mesh, edges, **kw):
