@@ -103,6 +103,11 @@ def _synthetic(p: FilesParams):
     from models.load_transfer.extraction import synthetic_wall_run
 
     w = p.wall
+    for name, ok, rule in (("n_rings", w.n_rings >= 1, ">= 1"), ("n_outputs", w.n_outputs >= 2, ">= 2"),
+                           ("length", w.length > 0, "> 0"), ("t_end", w.t_end > 0, "> 0"),
+                           ("min_level", 0 <= w.min_level <= w.max_level <= 16, "0 <= min_level <= max_level <= 16")):
+        if not ok:
+            raise HarnessInputError(f"case.params.wall.{name}: must be {rule}, got {getattr(w, name)!r}")
     edges = None
     if w.ring_seed is not None:
         rng = np.random.default_rng(w.ring_seed)
