@@ -405,3 +405,44 @@ def work_precision(table, out_dir) -> Dict[str, Any]:
     metrics["n_jobs"] = float(len(wp))
     metrics["n_failed_solves"] = float((wp["success"] != 1.0).sum()) if len(wp) else 0.0
     return {"metrics": metrics, "verdict": "pass"}
+
+
+def run_descriptor(cfg: DictConfig, ctx: RunContext) -> CaseResult:
+    """Run a versioned model descriptor (YAML) and compare with a test problem's reference.
+
+    case.params: descriptor (path, relative to the project root or absolute), reference
+    (problem name whose y_ref at the descriptor's output times is the reference), and
+    optional reference_params for the problem factory.
+    """
+    from models.integrators.descriptor import DescriptorError, load_descriptor
+
+    params = _params(cfg)
+    path = params.get("descriptor")
+    if not isinstance(path, str):
+        raise HarnessInputError("case.params.descriptor: required, a path to a descriptor YAML")
+    p = Path(path)
+    if not p.is_absolute():
+        p = Path(__file__).resolve().parents[2] / p
+    if not p.is_file():
+        raise HarnessInputError(f"case.params.descriptor: file not found: {p}")
+    ctx.add_input(p)
+    try:
+        desc = load_descriptor(p)
+        problem, integ, t_eval = desc.build()
+    except (DescriptorError, ValueError) as exc:
+        raise HarnessInputError(str(exc)) from exc
+    ref_params = dict(params.get("reference_params") or {})
+    ref_params.setdefault("n_out", len(t_eval))
+    tp = _problem({"problem": params.get("reference"), "problem_params": ref_params})
+    if not np.allclose(tp.t_eval, t_eval, rtol=0, atol=1e-15 * max(1.0, float(t_eval[-1]))):
+        raise HarnessInputError("case.params.reference: its output times differ from the descriptor's run.outputs")
+    start = time.perf_counter()
+    with ctx.stage("solve"):
+        sol = integ.solve(problem, t_eval)
+    wall = time.perf_counter() - start
+    metrics = _result_metrics(sol, tp, integ, wall)
+    metrics["descriptor_version"] = float(desc.version)
+    ctx.write_json("solution.json", {"t": sol.t, "y": sol.y, "z": sol.z, "stats": sol.stats.as_dict(),
+                                     "success": sol.success, "failure_reason": sol.failure_reason})
+    return CaseResult(metrics=metrics, info={"descriptor": str(p), "version": desc.version, "integrator": integ.name,
+                                             "failure_reason": sol.failure_reason, "diagnostics": sol.diagnostics})

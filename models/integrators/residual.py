@@ -51,6 +51,8 @@ class ReducedField:
         self._z_last = problem.z0.copy()
         self._names = list(problem.z_names) if problem.z_names is not None else [f"z[{i}]" for i in range(problem.m)]
         self._key: Optional[tuple] = None
+        self._lu: Optional[tuple] = None
+        self.n_rz_refresh = 0
         self._sens_cache: Optional[tuple] = None  # (t, y) of the last converged solve
         self._fd = FiniteDifferenceJacobian(self.f, problem.n, **(fd_options or {})) if jacobian == "fd" else None
         self._sens = SensitivityJacobian(self._partials, problem.deriv_index) if jacobian == "sensitivity" else None
@@ -84,7 +86,7 @@ class ReducedField:
         z = (self._z_last if z_guess is None else np.asarray(z_guess, dtype=np.float64)).copy()
         self.n_solves += 1
         names = self._names
-        lu = None
+        lu = self._lu  # simplified Newton: the factors of R_z are kept across solves
         prev = np.inf
         for it in range(1, p.max_newton_iter + 1):
             try:
@@ -105,14 +107,17 @@ class ReducedField:
             step = np.abs(dz) / (1.0 + np.abs(z))
             size = float(np.max(step))
             if size <= p.newton_tol:
+                self._lu = lu
                 self.max_iter_used = max(self.max_iter_used, it)
                 self._z_last = z
                 self._key = (t, y.copy())
                 return z.copy()
             if size > 0.25 * prev:
                 lu = None  # slow contraction: refresh R_z at the next iteration
+                self.n_rz_refresh += 1
             prev = size
-        cond = float(np.linalg.cond(Rz))
+        self._lu = None
+        cond = float(np.linalg.cond(self._rz(t, y, z)))
         self.max_cond = max(self.max_cond, cond)
         worst = int(np.argmax(step))
         raise IntegratorFailure(
@@ -160,6 +165,7 @@ class ReducedField:
         out: Dict[str, Any] = {
             "jacobian_provider": self.provider,
             "newton_max_iterations_used": self.max_iter_used,
+            "newton_rz_refreshes": self.n_rz_refresh,
         }
         if self._fd is not None:
             out.update(self._fd.diagnostics())

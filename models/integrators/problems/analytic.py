@@ -86,6 +86,21 @@ def rlc6_matrices(R1: float, L1: float, C1: float, R2: float, L2: float, C2: flo
     return A, b
 
 
+def rlc6_residual(t, y, z, R1, L1, C1, R2, L2, C2, V0):
+    """Residual R(t, y, z) of the ladder: y = (i1, v1, i2, v2), z = (i1', v1', i2', v2', vR1, vR2, iC1)."""
+    i1, v1, i2, v2 = y
+    di1, dv1, di2, dv2, vr1, vr2, ic1 = z
+    return np.array([
+        L1 * di1 - (V0 - vr1 - v1),
+        C1 * dv1 - ic1,
+        ic1 - (i1 - i2),
+        L2 * di2 - (v1 - vr2 - v2),
+        C2 * dv2 - i2,
+        vr1 - R1 * i1,
+        vr2 - R2 * i2,
+    ])
+
+
 @problem_factory("rlc6")
 def rlc6(R1: float = 10.0, L1: float = 1.0e-3, C1: float = 1.0e-6, R2: float = 5.0, L2: float = 2.0e-3,
          C2: float = 4.7e-6, V0: float = 1.0, t_end: float = 0.5e-3, n_out: int = 11) -> TestProblem:
@@ -100,17 +115,7 @@ def rlc6(R1: float = 10.0, L1: float = 1.0e-3, C1: float = 1.0e-6, R2: float = 5
             raise ValueError(f"rlc6: {name} must be > 0, got {val}")
 
     def residual(t, y, z):
-        i1, v1, i2, v2 = y
-        di1, dv1, di2, dv2, vr1, vr2, ic1 = z
-        return np.array([
-            L1 * di1 - (V0 - vr1 - v1),
-            C1 * dv1 - ic1,
-            ic1 - (i1 - i2),
-            L2 * di2 - (v1 - vr2 - v2),
-            C2 * dv2 - i2,
-            vr1 - R1 * i1,
-            vr2 - R2 * i2,
-        ])
+        return rlc6_residual(t, y, z, R1, L1, C1, R2, L2, C2, V0)
 
     Rz = np.zeros((7, 7))
     Rz[0, 0], Rz[0, 4] = L1, 1.0
