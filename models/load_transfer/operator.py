@@ -122,6 +122,7 @@ class ConservativePressureOperator:
         self.normal = n.copy()
         self.kind = surface.kind
         self._chunk = int(chunk_pairs)
+        self._shear_cache: dict = {}
         # geometry in the xy plane relative to the axis, elements ccw in xy
         self._xy = surface.nodes[:, :2] - surface.axis_origin
         el = surface.elements if n[2] > 0.0 else surface.elements[:, ::-1]
@@ -283,6 +284,8 @@ class ConservativePressureOperator:
         Shear forces are f^τ_a = (Mx τ̄, My τ̄, 0).
         """
         q = self.quadrature_order if order is None else int(order)
+        if q in self._shear_cache:
+            return self._shear_cache[q]
         vals = self._quadrature(self._piece_elem, self._piece_ring, q, lambda u: u)  # (Np, K, 2)
         K = self._el.shape[1]
         rows = self._el[self._piece_elem].ravel()
@@ -292,6 +295,7 @@ class ConservativePressureOperator:
         my = sp.csr_matrix((vals[..., 1].ravel(), (rows, cols)), shape=shape)
         mx.sum_duplicates()
         my.sum_duplicates()
+        self._shear_cache[q] = (mx, my)
         return mx, my
 
     def shear_forces(self, tau_bar) -> np.ndarray:

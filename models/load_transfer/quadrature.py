@@ -140,24 +140,35 @@ def polar_points(V: np.ndarray, r_lo: np.ndarray, r_hi: np.ndarray, order: int, 
 
 
 def bilinear_shape(V: np.ndarray, x: np.ndarray, iterations: int = 30, tol: float = 1e-14):
-    """Bilinear shape functions of convex quads V (N, 4, 2) at points x (N, 2) (inverse map by Newton).
+    """Bilinear shape functions of convex quads V (N, 4, 2) at points x (N, 2) (inverse map).
 
     Reference square [-1, 1]^2, nodes (−1,−1), (1,−1), (1,1), (−1,1) in element order; the map
-    is x = c0 + c1 ξ + c2 η + c3 ξ η. Newton from the element centre converges quadratically
-    for convex quads. Returns N (N, 4) and the maximum residual relative to the element size.
+    is x = c0 + c1 ξ + c2 η + c3 ξ η. Crossing with (c2 + c3 ξ) eliminates η and leaves the
+    quadratic (c1×c3) ξ² + (c1×c2 − b×c3) ξ − b×c2 = 0 (b = x − c0), solved stably (root of
+    smaller |ξ|); η follows by projection; Newton steps polish to round-off (at most
+    ``iterations``). Returns N (N, 4) and the maximum residual relative to the element size.
     """
     v0, v1, v2, v3 = V[:, 0], V[:, 1], V[:, 2], V[:, 3]
-    c0 = 0.25 * (v0 + v1 + v2 + v3)
     c1 = 0.25 * (-v0 + v1 + v2 - v3)
     c2 = 0.25 * (-v0 - v1 + v2 + v3)
     c3 = 0.25 * (v0 - v1 + v2 - v3)
-    b = x - c0
+    b = x - 0.25 * (v0 + v1 + v2 + v3)
     size = np.hypot(*(v2 - v0).T)
-    xi = np.zeros(x.shape[0])
-    eta = np.zeros(x.shape[0])
+    qa = cross2(c1, c3)
+    qb = cross2(c1, c2) - cross2(b, c3)
+    qc = -cross2(b, c2)
+    disc = np.maximum(qb * qb - 4.0 * qa * qc, 0.0)
+    q = -0.5 * (qb + np.copysign(np.sqrt(disc), qb))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r1 = np.where(q != 0.0, qc / q, 0.0)
+        r2 = np.where(qa != 0.0, q / qa, np.inf)
+    xi = np.where(np.abs(r1) <= np.abs(r2), r1, r2)
+    g = c2 + c3 * xi[:, None]
+    eta = np.einsum("nj,nj->n", b - c1 * xi[:, None], g) / np.einsum("nj,nj->n", g, g)
+    err = np.inf
     for _ in range(iterations):
         res = c1 * xi[:, None] + c2 * eta[:, None] + c3 * (xi * eta)[:, None] - b
-        err = np.max(np.abs(res).max(axis=1) / size, initial=0.0)
+        err = float(np.max(np.abs(res).max(axis=1) / size, initial=0.0))
         if err < tol:
             break
         jx = c1 + c3 * eta[:, None]
@@ -165,8 +176,6 @@ def bilinear_shape(V: np.ndarray, x: np.ndarray, iterations: int = 30, tol: floa
         det = jx[:, 0] * je[:, 1] - jx[:, 1] * je[:, 0]
         xi = xi - (je[:, 1] * res[:, 0] - je[:, 0] * res[:, 1]) / det
         eta = eta - (-jx[:, 1] * res[:, 0] + jx[:, 0] * res[:, 1]) / det
-    res = c1 * xi[:, None] + c2 * eta[:, None] + c3 * (xi * eta)[:, None] - b
-    err = float(np.max(np.abs(res).max(axis=1) / size, initial=0.0))
     sx = np.array([-1.0, 1.0, 1.0, -1.0])
     sy = np.array([-1.0, -1.0, 1.0, 1.0])
     N = 0.25 * (1.0 + sx * xi[:, None]) * (1.0 + sy * eta[:, None])
