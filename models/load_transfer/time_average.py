@@ -26,17 +26,31 @@ def _cumulative(time: np.ndarray, values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _integral_to(time, values, cum, t):
-    """I(t) = int_{t_0}^{t} p_lin dt for t in [t_0, t_end] (vectorised), shape (len(t), m)."""
+def _step_integrals(time, values, cum, a, b):
+    """∫_a^b p_lin dt for steps a < b inside [t_0, t_end], (Nsteps, m), locally accurate.
+
+    A step inside one knot interval uses the local trapezoid of its end values (no
+    cumulative-sum cancellation); a step over several knots adds its two partial pieces to
+    C[k_b] − C[k_a + 1]. ``a`` takes the right limit and ``b`` the left limit at a jump.
+    """
     nt = time.size
-    k = np.searchsorted(time, t, side="right") - 1
-    k = np.clip(k, 0, nt - 2)
-    width = time[k + 1] - time[k]
-    s = t - time[k]
-    theta = np.divide(s, width, out=np.zeros_like(s), where=width > 0.0)
-    v0, v1 = values[k], values[k + 1]
-    v_t = v0 + theta[:, None] * (v1 - v0)
-    return cum[k] + s[:, None] * 0.5 * (v0 + v_t)
+    ka = np.clip(np.searchsorted(time, a, side="right") - 1, 0, nt - 2)
+    kb = np.clip(np.searchsorted(time, b, side="left") - 1, 0, nt - 2)
+
+    def value(k, t):
+        w = time[k + 1] - time[k]
+        th = np.divide(t - time[k], w, out=np.zeros_like(t), where=w > 0.0)
+        return values[k] + th[:, None] * (values[k + 1] - values[k])
+
+    va, vb = value(ka, a), value(kb, b)
+    out = (b - a)[:, None] * 0.5 * (va + vb)
+    s = np.flatnonzero(kb > ka)  # steps over one or more knots
+    if s.size:
+        k1, k2 = ka[s] + 1, kb[s]
+        head = (time[k1] - a[s])[:, None] * 0.5 * (va[s] + values[k1])
+        tail = (b[s] - time[k2])[:, None] * 0.5 * (values[k2] + vb[s])
+        out[s] = head + (cum[k2] - cum[k1]) + tail
+    return out
 
 
 def exact_time_average(time, values, t_edges, *, unloaded_ends: bool = False) -> np.ndarray:
@@ -76,10 +90,11 @@ def exact_time_average(time, values, t_edges, *, unloaded_ends: bool = False) ->
             )
     # zero outside the span: clipping the integration limits is exact.
     te = np.clip(edges, t0, t1)
+    a, b = te[:-1], te[1:]
     cum = _cumulative(time, flat)
-    integ = _integral_to(time, flat, cum, te)
-    dt = np.diff(edges)[:, None]
-    means = (integ[1:] - integ[:-1]) / dt
+    integ = _step_integrals(time, flat, cum, a, b)
+    integ = np.where((b > a)[:, None], integ, 0.0)
+    means = integ / np.diff(edges)[:, None]
     return means.reshape((edges.size - 1,) + trailing)
 
 

@@ -94,3 +94,19 @@ def test_step_edge_helpers_and_bad_edges():
         exact_time_average(T, V, np.array([0.0, 0.5, 0.5]))
     with pytest.raises(ValueError, match="values"):
         exact_time_average(T, V[:-1], np.array([0.0, 0.5]))
+
+
+def test_tiny_steps_late_in_a_long_history_keep_full_precision():
+    # a cumulative-sum difference would lose ~ eps * T / dt = 1e-6 here; the local rule does not
+    tk = np.array([0.0, 3000.0, 10000.0])
+    vk = np.array([[1.0], [2.0], [0.5]])
+    edges = 5000.0 + 1e-6 * np.arange(4)
+    got = exact_time_average(tk, vk, edges)[:, 0]
+    mid = 0.5 * (edges[1:] + edges[:-1])
+    exact = 2.0 - 1.5 * (mid - 3000.0) / 7000.0  # mean of a linear function = value at the midpoint
+    np.testing.assert_allclose(got, exact, rtol=1e-14)
+    # and a tiny step across the knot at 3000 s
+    e2 = np.array([3000.0 - 1e-6, 3000.0 + 1e-6])
+    left, right = 2.0 - 1e-6 / 3000.0, 2.0 - 1.5e-6 / 7000.0
+    ref = 0.5 * (0.5 * (left + 2.0) + 0.5 * (2.0 + right))
+    np.testing.assert_allclose(exact_time_average(tk, vk, e2)[:, 0], ref, rtol=1e-14)
