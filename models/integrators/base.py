@@ -55,6 +55,7 @@ class ODEProblem:
     jac   : optional (t, y) -> (n, n) dense Jacobian dy'/dy
     f_t   : optional (t, y) -> (n,) partial derivative of rhs in t at fixed y
     names : optional state names (used for per-state tolerances)
+    autonomous : True if rhs does not depend on t (f_t = 0 is then used without evaluating it)
     """
 
     rhs: Callable[[float, Array], Array]
@@ -63,6 +64,7 @@ class ODEProblem:
     jac: Optional[Callable[[float, Array], Array]] = None
     f_t: Optional[Callable[[float, Array], Array]] = None
     names: Optional[Sequence[str]] = None
+    autonomous: bool = False
 
     def __post_init__(self) -> None:
         self.y0 = np.array(self.y0, dtype=np.float64).reshape(-1)
@@ -283,6 +285,7 @@ class _Counted:
         self.y0, self.t_span, self.names, self.n = ode.y0, ode.t_span, ode.names, ode.n
         self.has_jac = ode.jac is not None
         self.has_f_t = ode.f_t is not None
+        self.autonomous = bool(ode.autonomous)
 
     def rhs(self, t: float, y: Array) -> Array:
         start = time.perf_counter()
@@ -358,6 +361,7 @@ def _with_fd_jacobian(ode: ODEProblem, fd_options: Optional[Dict[str, Any]]) -> 
     from models.integrators.jacobians import FiniteDifferenceJacobian
 
     fd = FiniteDifferenceJacobian(ode.rhs, ode.n, **(fd_options or {}))
-    new = ODEProblem(ode.rhs, ode.y0, ode.t_span, jac=fd.jac, f_t=ode.f_t, names=ode.names)
+    new = ODEProblem(ode.rhs, ode.y0, ode.t_span, jac=fd.jac, f_t=ode.f_t, names=ode.names,
+                     autonomous=ode.autonomous)
     new._fd_provider = fd  # type: ignore[attr-defined]
     return new

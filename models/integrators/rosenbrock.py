@@ -9,7 +9,8 @@ With ``gamma = 1 + 1/sqrt(2)``, column vectors and ``J_ij = df_i/dy_j`` (not tra
     err   = (k1 + k2) / (2 gamma)        (embedded first-order error, computed directly)
 
 The f_t term is kept for non-autonomous fields (option ``time_derivative``: ``auto`` uses
-the problem's f_t or, when it has none, a central difference in t; ``none`` drops it, which
+f_t = 0 for problems declared ``autonomous``, else the problem's f_t or, when it has none,
+a central difference in t; ``none`` drops it, which
 is only right for autonomous fields and exists to show the order loss).
 
 * ``ros2``: fixed step ``h`` (or ``n_steps``); the last step (and any step reaching an output
@@ -50,7 +51,7 @@ class _ROS2Core(Integrator):
         mode = self.options["time_derivative"]
         if mode not in ("auto", "none", "fd"):
             raise ValueError(f"time_derivative: must be auto|none|fd, got {mode!r}")
-        if mode == "none":
+        if mode == "none" or (mode == "auto" and prob.autonomous):
             return None
         if mode == "auto" and prob.has_f_t:
             return prob.f_t

@@ -24,7 +24,7 @@ def linear(lam: float = -1.0, t_end: float = 1.0, n_out: int = 2) -> TestProblem
     """Scalar linear test y' = lam y, y(0) = 1 (lam in 1/s)."""
     lam = float(lam)
     ode = ODEProblem(lambda t, y: lam * y, [1.0], (0.0, t_end), jac=lambda t, y: np.array([[lam]]),
-                     f_t=lambda t, y: np.zeros(1), names=["y"])
+                     autonomous=True, names=["y"])
     t = np.linspace(0.0, t_end, max(int(n_out), 2))
     return TestProblem("linear", ode, t, np.exp(lam * t)[:, None], "closed form exp(lam t)", stiff=lam < -100)
 

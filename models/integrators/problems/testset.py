@@ -30,7 +30,7 @@ def vdpol(eps: float = 1.0e-6, t_end: float = 2.0) -> TestProblem:
     def jac(t, y):
         return np.array([[0.0, 1.0], [(-2.0 * y[0] * y[1] - 1.0) / eps, (1.0 - y[0] ** 2) / eps]])
 
-    ode = ODEProblem(rhs, [2.0, 0.0], (0.0, t_end), jac=jac, f_t=lambda t, y: np.zeros(2), names=["y1", "y2"])
+    ode = ODEProblem(rhs, [2.0, 0.0], (0.0, t_end), jac=jac, autonomous=True, names=["y1", "y2"])
     # The test set publishes the reference of the equivalent VDPOLM form (mu = 1000, t_end = 2000,
     # vdpolm.f: y1 = 0.1706167732170469e1, y2 = -0.8928097010248125e-3). With tau = t / mu and
     # eps = 1/mu^2 the two are the same solution: y1 equal, y2(VDPOL) = mu * y2(VDPOLM).
@@ -75,7 +75,7 @@ def hires() -> TestProblem:
 
     y0 = np.array([1.0, 0, 0, 0, 0, 0, 0, 0.0057])
     t_end = 321.8122
-    ode = ODEProblem(rhs, y0, (0.0, t_end), jac=jac, f_t=lambda t, y: np.zeros(8), names=[f"y{i}" for i in range(1, 9)])
+    ode = ODEProblem(rhs, y0, (0.0, t_end), jac=jac, autonomous=True, names=[f"y{i}" for i in range(1, 9)])
     y_ref = np.array([
         0.7371312573325668e-3, 0.1442485726316185e-3, 0.5888729740967575e-4, 0.1175651343283149e-2,
         0.2386356198831331e-2, 0.6238968252742796e-2, 0.2849998395185769e-2, 0.2850001604814231e-2,
@@ -100,7 +100,7 @@ def rober(t_end: float = 1.0e11) -> TestProblem:
             [0.0, 6.0e7 * y[1], 0.0],
         ])
 
-    ode = ODEProblem(rhs, [1.0, 0.0, 0.0], (0.0, t_end), jac=jac, f_t=lambda t, y: np.zeros(3), names=["y1", "y2", "y3"])
+    ode = ODEProblem(rhs, [1.0, 0.0, 0.0], (0.0, t_end), jac=jac, autonomous=True, names=["y1", "y2", "y3"])
     y_ref = np.array([0.2083340149701255e-7, 0.8333360770334713e-13, 0.9999999791665050])
     # test set: atol 1e-10 on y1, y3 and 1e-14 on y2 is the usual choice for this problem
     return TestProblem("rober", ode, np.array([0.0, t_end]), y_ref, f"{_BARI}, problem ROBER", rtol=1e-6, atol=1e-14)
@@ -121,7 +121,7 @@ def orego() -> TestProblem:
             [w, 0.0, -w],
         ])
 
-    ode = ODEProblem(rhs, [1.0, 2.0, 3.0], (0.0, 360.0), jac=jac, f_t=lambda t, y: np.zeros(3), names=["y1", "y2", "y3"])
+    ode = ODEProblem(rhs, [1.0, 2.0, 3.0], (0.0, 360.0), jac=jac, autonomous=True, names=["y1", "y2", "y3"])
     y_ref = np.array([0.1000814870318523e1, 0.1228178521549917e4, 0.1320554942846706e3])
     return TestProblem("orego", ode, np.array([0.0, 360.0]), y_ref, f"{_BARI}, problem OREGO", rtol=1e-6, atol=1e-6)
 
@@ -192,7 +192,7 @@ def pollu() -> TestProblem:
 
     y0 = np.zeros(20)
     y0[[1, 3, 6, 7, 8, 16]] = [0.2, 0.04, 0.1, 0.3, 0.01, 0.007]
-    ode = ODEProblem(rhs, y0, (0.0, 60.0), jac=jac, f_t=lambda t, y: np.zeros(20), names=[f"y{i}" for i in range(1, 21)])
+    ode = ODEProblem(rhs, y0, (0.0, 60.0), jac=jac, autonomous=True, names=[f"y{i}" for i in range(1, 21)])
     y_ref = np.array([
         0.5646255480022769e-01, 0.1342484130422339e+00, 0.4139734331099427e-08, 0.5523140207484359e-02,
         0.2018977262302196e-06, 0.1464541863493966e-06, 0.7784249118997964e-01, 0.3245075353396018e+00,
