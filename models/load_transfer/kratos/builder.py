@@ -1,0 +1,157 @@
+"""Kratos MPM model parts built from Python (``use_input_model_part``; no mdpa files).
+
+The body [0, radius] x [0, height] (meridian plane: X = r, Y = z) is meshed with nr x nz
+bilinear quadrilaterals in ``Initial_MPM_Material``; the background grid ``Background_Grid`` is
+the same mesh (grid matching the body), so the material points generated at the 2 x 2 Gauss
+points of the body elements sit at the Gauss points of the grid elements. Point loads: one grid
+point condition per load point (a node of its own, outside the equation system), flagged BOUNDARY
+with MPC_IS_NEUMANN, MATERIAL_POINTS_PER_CONDITION = 1 and POINT_LOAD = 0 before the solver is
+initialised, so that Kratos turns each into an ``MPMParticlePointLoadCondition``. Supports:
+u_y = 0 on Y = 0 and u_x = 0 on X = 0 (the axis), fixed on the grid nodes.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Dict
+
+import numpy as np
+
+from ..fe.base import ElasticBody
+
+log = logging.getLogger(__name__)
+
+SOLVERS = ("static", "dynamic")
+LOAD_PART = "point_loads"
+BODY_PART = "solid"
+GRID_PART = "grid"
+
+
+@dataclass(frozen=True)
+class MPMSpec:
+    """What the Kratos run needs besides the body and the loads.
+
+    solver: "static" (linear static steps) or "dynamic" (implicit Newmark, beta, gamma = 1/2).
+    dt [s], n_steps, t0 [s]: the steps [t0 + n dt, t0 + (n + 1) dt]; end_time = t0 + (N - 1/2) dt.
+    analysis_type: "linear" (one linear solve per step, no geometric stiffness) or "non_linear".
+    """
+
+    solver: str = "static"
+    dt: float = 1.0
+    n_steps: int = 1
+    t0: float = 0.0
+    analysis_type: str = "linear"
+    newmark_beta: float = 0.25
+    material_points_per_element: int = 4
+    linear_solver: str = "skyline_lu_factorization"
+
+    def __post_init__(self) -> None:
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver: must be one of {SOLVERS}, got {self.solver!r}")
+        if not (np.isfinite(self.dt) and self.dt > 0.0):
+            raise ValueError(f"dt: must be a positive finite step in s, got {self.dt!r}")
+        if int(self.n_steps) < 1:
+            raise ValueError(f"n_steps: must be an integer >= 1, got {self.n_steps!r}")
+        if self.analysis_type not in ("linear", "non_linear"):
+            raise ValueError(f"analysis_type: must be 'linear' or 'non_linear', got {self.analysis_type!r}")
+
+    @property
+    def end_time(self) -> float:
+        """t0 + (N - 1/2) dt: the loop stops after exactly N steps despite round-off in TIME."""
+        return float(self.t0 + (self.n_steps - 0.5) * self.dt)
+
+
+def project_parameters(body: ElasticBody, spec: MPMSpec) -> Dict[str, Any]:
+    """The ProjectParameters of the run (processes are attached in Python)."""
+    solver: Dict[str, Any] = {
+        "solver_type": "Static" if spec.solver == "static" else "Dynamic",
+        "model_part_name": "MPM_Material", "domain_size": 2, "echo_level": 0,
+        "analysis_type": spec.analysis_type, "time_stepping": {"time_step": float(spec.dt)},
+        "grid_model_import_settings": {"input_type": "use_input_model_part"},
+        "model_import_settings": {"input_type": "use_input_model_part"},
+        "material_import_settings": {"materials_filename": ""},
+        "axis_symmetric_flag": body.formulation == "axisymmetric",
+        "linear_solver_settings": {"solver_type": spec.linear_solver},
+        "problem_domain_sub_model_part_list": [], "processes_sub_model_part_list": [],
+    }
+    if spec.solver == "dynamic":
+        solver.update({"time_integration_method": "implicit", "scheme_type": "newmark",
+                       "newmark_beta": float(spec.newmark_beta)})
+    return {"problem_data": {"problem_name": "load_transfer_mpm", "parallel_type": "OpenMP", "echo_level": 0,
+                             "start_time": float(spec.t0), "end_time": spec.end_time},
+            "solver_settings": solver, "processes": {}, "output_processes": {}}
+
+
+def parameters_json(body: ElasticBody, spec: MPMSpec) -> str:
+    return json.dumps(project_parameters(body, spec))
+
+
+def build_model_parts(K, MPM, model, body: ElasticBody, spec: MPMSpec, load_points: np.ndarray) -> Dict[str, int]:
+    """Fill the grid, the body mesh and the point-load conditions (before Initialize)."""
+    grid = model.GetModelPart("Background_Grid")
+    init = model.GetModelPart("Initial_MPM_Material")
+    xs, ys = body.grid_lines()
+    nx, ny = body.nr, body.nz
+    X, Y = np.meshgrid(xs, ys)  # node (i, j) -> id j (nx + 1) + i + 1
+    coords = np.stack([X.ravel(), Y.ravel()], axis=1)
+    ids = np.arange(1, coords.shape[0] + 1)
+    jj, ii = np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij")
+    n0 = (jj * (nx + 1) + ii + 1).ravel()
+    conn = np.stack([n0, n0 + 1, n0 + nx + 2, n0 + nx + 1], axis=1)  # counter-clockwise
+    law = {"axisymmetric": MPM.LinearElasticIsotropicAxisym2DLaw,
+           "plane_strain": MPM.LinearElasticIsotropicPlaneStrain2DLaw}[body.formulation]
+    prop_grid = grid.GetProperties()[1]
+    prop = init.GetProperties()[1]
+    prop.SetValue(K.YOUNG_MODULUS, float(body.E))
+    prop.SetValue(K.POISSON_RATIO, float(body.nu))
+    prop.SetValue(K.DENSITY, float(body.rho))
+    prop.SetValue(K.THICKNESS, 1.0)  # plane strain: per unit thickness; axisymmetric: 2 pi r is added by Kratos
+    prop.SetValue(MPM.MATERIAL_POINTS_PER_ELEMENT, int(spec.material_points_per_element))
+    prop.SetValue(K.CONSTITUTIVE_LAW, law())
+    # Kratos' Python API creates entities one at a time (no bulk constructor)
+    for mp in (grid, init):
+        for i, (x, y) in zip(ids.tolist(), coords.tolist()):
+            mp.CreateNewNode(i, x, y, 0.0)
+    for e, c in enumerate(conn.tolist(), start=1):
+        grid.CreateNewElement("Element2D4N", e, c, prop_grid)
+        init.CreateNewElement("Element2D4N", e, c, prop)
+    solid = init.CreateSubModelPart(BODY_PART)
+    solid.AddNodes(ids.tolist())
+    solid.AddElements(list(range(1, conn.shape[0] + 1)))
+    gpart = grid.CreateSubModelPart(GRID_PART)
+    gpart.AddNodes(ids.tolist())
+    gpart.AddElements(list(range(1, conn.shape[0] + 1)))
+    loads = grid.CreateSubModelPart(LOAD_PART)
+    pts = np.asarray(load_points, dtype=np.float64)
+    first = int(ids[-1]) + 1
+    zero = K.Vector([0.0, 0.0, 0.0])
+    for k, (x, y) in enumerate(pts.tolist()):
+        node = grid.CreateNewNode(first + k, x, y, 0.0)
+        loads.AddNodes([node.Id])
+        cond = loads.CreateNewCondition("PointCondition2D1N", k + 1, [node.Id], prop_grid)
+        cond.Set(K.BOUNDARY, True)
+        cond.SetValue(MPM.MPC_IS_NEUMANN, True)
+        cond.SetValue(MPM.MATERIAL_POINTS_PER_CONDITION, 1)
+        cond.SetValue(MPM.POINT_LOAD, zero)
+    log.info("Kratos model parts: %d grid nodes, %d elements, %d point-load conditions", ids.size, conn.shape[0],
+             pts.shape[0])
+    return {"grid_nodes": int(ids.size), "elements": int(conn.shape[0]), "load_points": int(pts.shape[0])}
+
+
+def fix_supports(K, model, body: ElasticBody) -> int:
+    """u_y = 0 on Y = 0, u_x = 0 on X = 0, u_z = 0 everywhere on the grid nodes; count of fixed dofs."""
+    grid = model.GetModelPart(f"Background_Grid.{GRID_PART}")
+    tol = 1e-12 * max(body.radius, body.height)
+    n = 0
+    for node in grid.Nodes:
+        node.Fix(K.DISPLACEMENT_Z)
+        if node.X <= tol:
+            node.Fix(K.DISPLACEMENT_X)
+            node.SetSolutionStepValue(K.DISPLACEMENT_X, 0.0)
+            n += 1
+        if node.Y <= tol:
+            node.Fix(K.DISPLACEMENT_Y)
+            node.SetSolutionStepValue(K.DISPLACEMENT_Y, 0.0)
+            n += 1
+    return n
