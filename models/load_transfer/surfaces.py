@@ -146,35 +146,58 @@ def _orient_ccw(xy: np.ndarray, cells: np.ndarray) -> np.ndarray:
 
 
 def _ogrid_quads(n: int):
-    """Unit-disk O-grid: square core of 2m x 2m cells + 4 blended blocks of n - m layers.
+    """Unit-disk O-grid: a square core of 2m x 2m cells and 4 blocks of 2m x (n - m) cells.
 
-    Boundary nodes lie on the unit circle, equally spaced in angle (8 n of them).
+    m = n // 2, so there are n cell layers from the centre to the boundary along the axes (core
+    half-width 1/2, cells of size 1/n there). Each block blends the core side linearly into a
+    quarter of the unit circle, whose 2m nodes are equally spaced in angle (8 m = 4 n boundary
+    nodes in all, for even n). Three cells meet at each core corner (angles 90°, 135°, 135°).
     """
     if n < 2:
         raise ValueError(f"resolution: quadrilateral disk meshes need resolution >= 2, got {n}")
     m = n // 2
     nr = n - m
     a = m / float(n)
-    P = 2 * n
-    i, j = np.meshgrid(np.arange(P + 1), np.arange(P + 1), indexing="xy")
-    u, v = (i - n).ravel().astype(np.float64), (j - n).ravel().astype(np.float64)
-    layer = np.maximum(np.abs(u), np.abs(v))
-    safe = np.where(layer > 0, layer, 1.0)
-    sx, sy = u / safe, v / safe
-    # angle of the square-boundary point, linear in the side coordinate
-    phi = np.where(
-        sx == 1.0, 0.25 * np.pi * sy,
-        np.where(sy == 1.0, 0.5 * np.pi - 0.25 * np.pi * sx,
-                 np.where(sx == -1.0, np.pi - 0.25 * np.pi * sy, 1.5 * np.pi + 0.25 * np.pi * sx)))
-    w = np.clip((layer - m) / float(nr), 0.0, None)
-    core = layer <= m
-    x = np.where(core, a * u / m, (1.0 - w) * a * sx + w * np.cos(phi))
-    y = np.where(core, a * v / m, (1.0 - w) * a * sy + w * np.sin(phi))
-    xy = np.column_stack([x, y])
-    ci, cj = np.meshgrid(np.arange(P), np.arange(P), indexing="xy")
-    n0 = (cj * (P + 1) + ci).ravel()
-    quads = np.column_stack([n0, n0 + 1, n0 + P + 2, n0 + P + 1]).astype(np.int64)
-    return xy, _orient_ccw(xy, quads)
+    side = 2 * m + 1
+    # core nodes, id = (v + m) * side + (u + m)
+    u, v = np.meshgrid(np.arange(-m, m + 1), np.arange(-m, m + 1), indexing="xy")
+    core_xy = a * np.column_stack([u.ravel(), v.ravel()]) / m
+    n_core = side * side
+    ci, cj = np.meshgrid(np.arange(2 * m), np.arange(2 * m), indexing="xy")
+    n0 = (cj * side + ci).ravel()
+    cells = [np.column_stack([n0, n0 + 1, n0 + side + 1, n0 + side])]
+    # block 0 (right, x > 0): nodes (k, l), k = 0..2m along the side, l = 0..nr outwards
+    k, l = np.meshgrid(np.arange(2 * m + 1), np.arange(nr + 1), indexing="ij")
+    t = (k - m) / float(m)
+    w = l / float(nr)
+    phi = 0.25 * np.pi * t
+    bx = (1.0 - w) * a + w * np.cos(phi)
+    by = (1.0 - w) * a * t + w * np.sin(phi)
+    per_block = 2 * m * nr  # new nodes per block: k = 0..2m-1, l = 1..nr
+    xy_blocks, ids = [], np.empty((4, 2 * m + 1, nr + 1), dtype=np.int64)
+    for b in range(4):
+        x_b, y_b = bx[:-1, 1:], by[:-1, 1:]
+        for _ in range(b):  # exact 90° rotations
+            x_b, y_b = -y_b, x_b
+        xy_blocks.append(np.column_stack([x_b.ravel(), y_b.ravel()]))
+        kk, ll = np.meshgrid(np.arange(2 * m), np.arange(1, nr + 1), indexing="ij")
+        ids[b, :-1, 1:] = n_core + b * per_block + (kk * nr + (ll - 1))
+        # l = 0: the core side, (u, v) = (m, k - m) rotated b times by (u, v) -> (-v, u)
+        uu, vv = np.full(2 * m + 1, m), np.arange(-m, m + 1)
+        for _ in range(b):
+            uu, vv = -vv, uu
+        ids[b, :, 0] = (vv + m) * side + (uu + m)
+    for b in range(4):  # seam: k = 2m of block b is k = 0 of block b + 1
+        ids[b, -1, 1:] = ids[(b + 1) % 4, 0, 1:]
+    for b in range(4):
+        q0 = ids[b, :-1, :-1].ravel()
+        q1 = ids[b, 1:, :-1].ravel()
+        q2 = ids[b, 1:, 1:].ravel()
+        q3 = ids[b, :-1, 1:].ravel()
+        cells.append(np.column_stack([q0, q1, q2, q3]))
+    xy = np.vstack([core_xy] + xy_blocks)
+    quads = np.vstack(cells).astype(np.int64)
+    return xy, _orient_ccw(xy, quads), 8 * m
 
 
 def disk_mesh(
@@ -190,9 +213,9 @@ def disk_mesh(
 ) -> SurfaceMesh:
     """Mesh of the disk of ``radius`` (m) about ``center`` in the plane z.
 
-    kind       : "tri" (ring triangulation, 6 resolution^2 triangles, 6 resolution boundary
-                 vertices) or "quad" (O-grid, 4 resolution^2 quads, 8 resolution boundary vertices).
-    resolution : element layers from the centre to the boundary.
+    kind       : "tri" (ring triangulation, 6 n^2 triangles, 6 n boundary vertices) or "quad"
+                 (O-grid with m = n // 2: 4 m^2 + 8 m (n - m) quads, 8 m boundary vertices).
+    resolution : n, element layers from the centre to the boundary (along the axes for quads).
     rotation   : azimuthal rotation of the mesh about ``center``, rad.
     cover      : "circumscribe" (the boundary polygon's edges are tangent to the circle, so the
                  mesh covers the disk) or "inscribe" (boundary vertices on the circle).
@@ -209,8 +232,7 @@ def disk_mesh(
         xy, cells = _ring_triangulation(n)
         n_boundary = 6 * n
     elif kind == "quad":
-        xy, cells = _ogrid_quads(n)
-        n_boundary = 8 * n
+        xy, cells, n_boundary = _ogrid_quads(n)
     else:
         raise ValueError(f"kind: must be 'tri' or 'quad', got {kind!r}")
     if cover == "circumscribe":

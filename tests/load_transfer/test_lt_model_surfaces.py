@@ -10,17 +10,26 @@ def _polygon_area(n, rho):
     return 0.5 * n * rho * rho * np.sin(2 * np.pi / n)
 
 
-@pytest.mark.parametrize("kind, per_layer, boundary", [("tri", 6, 6), ("quad", 4, 8)])
+def _expected_counts(kind, n):
+    """(elements, boundary vertices): 6n², 6n for triangles; 4m² + 8m(n−m), 8m (m = n//2) for quads."""
+    if kind == "tri":
+        return 6 * n * n, 6 * n
+    m = n // 2
+    return 4 * m * m + 8 * m * (n - m), 8 * m
+
+
+@pytest.mark.parametrize("kind", ["tri", "quad"])
 @pytest.mark.parametrize("n", [2, 3, 7])
-def test_counts_area_and_boundary(kind, per_layer, boundary, n):
+def test_counts_area_and_boundary(kind, n):
     R = 0.4
+    n_el, nb = _expected_counts(kind, n)
     for cover in ("circumscribe", "inscribe"):
         m = disk_mesh(radius=R, resolution=n, kind=kind, cover=cover, rotation=0.3, center=(1.0, 2.0), z=0.5)
-        assert m.kind == kind and m.elements.shape == (per_layer * n * n, 3 if kind == "tri" else 4)
+        assert m.kind == kind and m.elements.shape == (n_el, 3 if kind == "tri" else 4)
+        assert np.unique(m.elements).size == m.nodes.shape[0]  # no orphan or duplicate nodes
         a, b = boundary_edges(m.elements)
-        assert a.size == boundary * n
+        assert a.size == nb
         rb = np.hypot(*(m.nodes[a, :2] - m.axis_origin).T)
-        nb = boundary * n
         rho = R / np.cos(np.pi / nb) if cover == "circumscribe" else R
         np.testing.assert_allclose(rb, rho, rtol=1e-14)
         # the elements tile the boundary polygon exactly (no overlap, no gap)
@@ -45,6 +54,14 @@ def test_elements_are_convex_and_ccw_seen_from_the_outward_normal(kind):
         turn = e[..., 0] * np.roll(e, -1, axis=1)[..., 1] - e[..., 1] * np.roll(e, -1, axis=1)[..., 0]
         assert np.all(sign * turn > 0.0)  # strictly convex, ccw about the outward normal
         assert np.all(m.element_areas(signed=True) > 0.0)
+    # interior angles stay well inside (0°, 180°) also for fine meshes
+    m = disk_mesh(radius=1.0, resolution=40, kind=kind)
+    x = m.nodes[m.elements][:, :, :2]
+    e = np.roll(x, -1, axis=1) - x
+    ln = np.linalg.norm(e, axis=2)
+    cosang = -(e * np.roll(e, -1, axis=1)).sum(axis=-1) / (ln * np.roll(ln, -1, axis=1))
+    ang = np.degrees(np.arccos(np.clip(cosang, -1.0, 1.0)))
+    assert ang.min() > 25.0 and ang.max() < 136.0
 
 
 def test_rotation_rotates_the_nodes_about_the_centre():
