@@ -206,7 +206,8 @@ def test_int_rlc6_reduced_field_is_the_circuit_ode():
 @pytest.mark.parametrize("name", ["scipy_radau", "scipy_bdf", "scipy_lsoda", "cvode_bdf", "ros2_adaptive"])
 def test_int_wrappers_agree_with_matrix_exponential(name):
     tp = get_problem("rlc6")
-    sol = get(name)(rtol=1e-7, atol=1e-10).solve(tp.problem, tp.t_eval)
+    rtol = 1e-5 if name == "ros2_adaptive" else 1e-7  # order 2: keep the step count small
+    sol = get(name)(rtol=rtol, atol=1e-10).solve(tp.problem, tp.t_eval)
     assert sol.success, sol.failure_reason
     assert np.max(np.abs(sol.y - tp.y_ref)) / np.max(np.abs(tp.y_ref)) < 1e-4
     assert sol.z is not None and sol.z.shape == (len(tp.t_eval), 7)
