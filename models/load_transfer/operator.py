@@ -129,6 +129,15 @@ class ConservativePressureOperator:
         self._el = np.ascontiguousarray(el)
         V = self._xy[self._el]
         self._V = V
+        if V.shape[1] == 4:  # the clipping and the polar quadrature need convex elements
+            e = np.roll(V, -1, axis=1) - V
+            turn = e[..., 0] * np.roll(e, -1, axis=1)[..., 1] - e[..., 1] * np.roll(e, -1, axis=1)[..., 0]
+            bad = np.flatnonzero(~np.all(turn > 0.0, axis=1))
+            if bad.size:
+                raise ValueError(
+                    f"surface.elements: quadrilaterals must be strictly convex; element {int(bad[0])} is not "
+                    f"({bad.size} element(s))"
+                )
         self._origin = V.mean(axis=1)
         self._area_e, self._mom_e = polygon_moments(V, self._origin)
         self._r_min, self._r_max = axis_distance_range(V)

@@ -223,6 +223,10 @@ def test_input_errors():
         _op(mesh, [-1.0, 0.5])
     with pytest.raises(ValueError, match="quadrature_order"):
         _op(mesh, [0.0, 0.5], quadrature_order=0)
+    dart = SurfaceMesh(nodes=[[0, 0, 0], [1, 0, 0], [0.3, 0.3, 0], [0, 1, 0]], elements=[[0, 1, 2, 3]],
+                       normal=[0.0, 0.0, 1.0], axis_origin=(0.0, 0.0))
+    with pytest.raises(ValueError, match="convex"):
+        _op(dart, [0.0, 0.5])
     tilted = SurfaceMesh(nodes=mesh.nodes[:, [0, 2, 1]], elements=mesh.elements[:, ::-1], normal=[0.0, 1.0, 0.0], axis_origin=(0.0, 0.0))
     with pytest.raises(ValueError, match="normal"):
         _op(tilted, [0.0, 0.5])
