@@ -109,6 +109,7 @@ class BenchParams:
     rho_inf: float = 0.85
     repeats: int = 3
     solvers: List[str] = field(default_factory=lambda: ["schur", "kkt"])
+    blas_threads: int = 1  # BLAS threads during the timings (threadpoolctl), 0 = leave as is
 
 
 @dataclass
@@ -202,12 +203,13 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
             t = time_grid(p.t_end, p.dt)
         with _guard("source"):
             problem.slider.check_on_beam(t, problem.beam.length)
-    with ctx.stage("offline_basis"), _guard("operator"):
-        basis = reductor.build(problem, t)
-    with ctx.stage("full_model"):
-        full = problem.simulate(p.t_end, p.dt, p.rho_inf, p.solver)
-    with ctx.stage("reduced_model"):
-        red = problem.simulate(p.t_end, p.dt, p.rho_inf, p.solver, basis=basis)
+    with _blas_threads(1):  # the same single-threaded BLAS for both timings
+        with ctx.stage("offline_basis"), _guard("operator"):
+            basis = reductor.build(problem, t)
+        with ctx.stage("full_model"):
+            full = problem.simulate(p.t_end, p.dt, p.rho_inf, p.solver)
+        with ctx.stage("reduced_model"):
+            red = problem.simulate(p.t_end, p.dt, p.rho_inf, p.solver, basis=basis)
     sig = basis.singular_values
     metrics = {
         "rms_error": Mx.relative_rms(red.w, full.w),
@@ -393,6 +395,15 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     reductor = _build(cfg.operator, "operator")
     with _guard("case.params"):
         t = time_grid(p.t_end, p.dt)
+    with _blas_threads(p.blas_threads) as n_threads:
+        metrics = _bench_timings(ctx, p, problem, reductor, t)
+    metrics["n_steps"] = float(t.size - 1)
+    metrics["n_dof_full"] = float(problem.beam.ndof)
+    metrics["blas_threads"] = float(n_threads)
+    return CaseResult(metrics=metrics, info={"repeats": p.repeats, "solvers": list(p.solvers)})
+
+
+def _bench_timings(ctx: RunContext, p: BenchParams, problem, reductor, t) -> Dict[str, float]:
     offline = []
     with ctx.stage("offline_basis"), _guard("operator"):
         for _ in range(p.repeats):
@@ -414,10 +425,31 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         metrics[f"time_ratio_{solver}"] = min(tr) / min(tf)
         metrics[f"rms_error_{solver}"] = Mx.relative_rms(red.w, full.w)
         metrics[f"offline_over_full_{solver}"] = min(offline) / min(tf)
-    metrics["n_steps"] = float(t.size - 1)
-    metrics["n_dof_full"] = float(problem.beam.ndof)
     metrics["r_glob"] = float(basis.r_glob)
-    return CaseResult(metrics=metrics, info={"repeats": p.repeats, "solvers": list(p.solvers)})
+    return metrics
+
+
+class _blas_threads:
+    """Limit BLAS threads with threadpoolctl (if installed) for fair, less noisy timings."""
+
+    def __init__(self, n: int):
+        self.n, self._ctl = int(n), None
+
+    def __enter__(self) -> int:
+        if self.n <= 0:
+            return 0
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            log.warning("threadpoolctl not installed: BLAS threads not limited")
+            return 0
+        self._ctl = threadpool_limits(limits=self.n, user_api="blas")
+        return self.n
+
+    def __exit__(self, *exc) -> bool:
+        if self._ctl is not None:
+            self._ctl.restore_original_limits()
+        return False
 
 
 # ---------------------------------------------------------------- study kind
