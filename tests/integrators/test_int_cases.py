@@ -78,7 +78,7 @@ def test_int_fixed_step_order_study(harness_env):
 
 
 @pytest.mark.slow
-def test_int_work_precision_sweep(harness_env):
+def test_int_work_precision_sweep(harness_env, tracking_uri):
     if FULL:
         args = ["+case=integrators/work_precision", "+study=integrators/work_precision_full"]
     else:  # reduced: two integrators, one problem, two tolerances
@@ -98,6 +98,12 @@ def test_int_work_precision_sweep(harness_env):
         g = g.sort_values("rtol")
         assert g["scd"].iloc[0] > g["scd"].iloc[-1], integ
         assert study["metrics"][f"best_scd_{integ}_pollu"] == pytest.approx(g["scd"].max())
+    # the table and the plots are artifacts of the parent run
+    from mlflow.tracking import MlflowClient
+
+    state = json.loads((sweep / "study_state.json").read_text())
+    arts = {a.path for a in MlflowClient(tracking_uri).list_artifacts(state["parent_run_id"])}
+    assert {"work_precision.csv", "work_precision_pollu.png", "table.csv"} <= arts
 
 
 def test_int_work_precision_function_on_a_table(tmp_path):
