@@ -337,7 +337,12 @@ class _Counted:
 
 
 def _finite(a: Array) -> bool:
-    """True if every entry of ``a`` is finite (one reduction; an overflowing sum counts as non-finite)."""
+    """True if every entry of ``a`` is finite (one sum; an overflowing sum counts as non-finite).
+
+    Small arrays are summed as Python floats: cheaper than a numpy reduction below ~100 entries.
+    """
+    if a.size <= 100:
+        return math.isfinite(sum(a.ravel().tolist()))
     return math.isfinite(float(np.add.reduce(a, axis=None)))
 
 

@@ -79,9 +79,14 @@ class _ROS2Core(Integrator):
         M += eye
         lu, piv, info = getrf(M, overwrite_a=True)
         stats.nlu += 1
-        d = np.abs(lu.diagonal())
-        if info != 0 or not d.min() > _SING * max(d.max(), 1.0):  # M = I - gamma h J has scale >= 1
-            raise IntegratorFailure(f"LU of I - gamma h J singular at t={t:.6g}, h={h:.3g} (min pivot {d.min():.3g})",
+        if M.shape[0] <= 64:  # Python floats are cheaper than numpy reductions for small n
+            d = [abs(v) for v in lu.diagonal().tolist()]
+            dmin, dmax = min(d), max(d)
+        else:
+            d = np.abs(lu.diagonal())
+            dmin, dmax = float(d.min()), float(d.max())
+        if info != 0 or not dmin > _SING * max(dmax, 1.0):  # M = I - gamma h J has scale >= 1
+            raise IntegratorFailure(f"LU of I - gamma h J singular at t={t:.6g}, h={h:.3g} (min pivot {dmin:.3g})",
                                     "lu", t)
         b = h * f0
         if ft is not None:
