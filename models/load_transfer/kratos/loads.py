@@ -21,6 +21,14 @@ from ..time_average import exact_time_average
 log = logging.getLogger(__name__)
 
 
+class MappingAbort(RuntimeError):
+    """The mapping-only error exceeded the threshold during a Kratos run (raised by the process)."""
+
+    def __init__(self, message: str, step: int, e_F: float, e_J: float):
+        super().__init__(message)
+        self.step, self.e_F, self.e_J = step, e_F, e_J
+
+
 class LoadsFileError(ValueError):
     """The file does not describe loads of the meridian model (names the field and the rule)."""
 

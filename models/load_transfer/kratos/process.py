@@ -20,17 +20,9 @@ import KratosMultiphysics.MPMApplication as MPM
 import numpy as np
 
 from .builder import LOAD_PART
-from .loads import MeridianLoads, match_conditions
+from .loads import MappingAbort, MeridianLoads, match_conditions  # noqa: F401 (MappingAbort re-exported)
 
 log = logging.getLogger(__name__)
-
-
-class MappingAbort(RuntimeError):
-    """The mapping-only error exceeded the threshold during the run."""
-
-    def __init__(self, message: str, step: int, e_F: float, e_J: float):
-        super().__init__(message)
-        self.step, self.e_F, self.e_J = step, e_F, e_J
 
 
 def gauss_values(container, variable, process_info, n: int) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 Kratos prints its banner and its log on the C-level stdout; :func:`captured_stdout` sends file
 descriptor 1 to a log file while Kratos works, so the harness CLI prints only its verdict line.
-OMP_NUM_THREADS is set (default 1) before the first import: the thread count is fixed then.
+OMP_NUM_THREADS is set (default 1) before the first import, and Kratos' thread count is set to it
+after the import (the OpenMP runtime may have been loaded, and its environment read, earlier).
 """
 from __future__ import annotations
 
@@ -52,6 +53,8 @@ def import_kratos(log_path: Optional[Path | str] = None, threads: int = 1):
         raise KratosUnavailable(f"Kratos is not installed: pip install 'KratosMultiphysics==10.4.*' "
                                 f"'KratosMPMApplication==10.4.*' ({exc})") from exc
     K.Logger.GetDefaultOutput().SetSeverity(K.Logger.Severity.WARNING)
+    # the OpenMP runtime may have read its environment before (another library loaded it first)
+    K.ParallelUtilities.SetNumThreads(int(os.environ.get("OMP_NUM_THREADS", threads)))
     return K, MPM
 
 
