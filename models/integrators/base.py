@@ -222,7 +222,13 @@ class Integrator:
         reduced = None
         if isinstance(problem, ResidualProblem):
             reduced = ReducedField(problem, jacobian=self.options["jacobian"], fd_options=self.options["fd_options"])
-            ode = reduced.to_ode()
+            try:
+                ode = reduced.to_ode()  # solves z at t0: a model that fails here is a failed result
+            except IntegratorFailure as exc:
+                log.warning("%s: residual model failed at t0: %s", self.name, exc.reason)
+                return Solution(t=np.zeros(0), y=np.zeros((0, problem.n)), stats=Stats(n_residual_solves=reduced.n_solves,
+                                n_newton_iter=reduced.n_newton_iter), success=False,
+                                failure_reason=f"{exc.kind}: {exc.reason}", diagnostics=reduced.diagnostics())
         elif isinstance(problem, ODEProblem):
             ode = problem
             choice = self.options["jacobian"]

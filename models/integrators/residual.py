@@ -101,6 +101,7 @@ class ReducedField:
                 raise IntegratorFailure(f"residual non-finite or shape {r.shape} at t={t:.6g}", "field", t)
             if lu is None:
                 lu = lu_factor_checked(Rz, f"Newton iteration {it}: R_z", t, names)
+                self.max_cond = max(self.max_cond, float(np.linalg.cond(Rz)))  # refreshes are rare
             dz = lu_solve_fast(lu, r)
             z = z - dz
             self.n_newton_iter += 1
@@ -166,6 +167,7 @@ class ReducedField:
             "jacobian_provider": self.provider,
             "newton_max_iterations_used": self.max_iter_used,
             "newton_rz_refreshes": self.n_rz_refresh,
+            "newton_cond_estimate_max": self.max_cond,
         }
         if self._fd is not None:
             out.update(self._fd.diagnostics())

@@ -185,11 +185,11 @@ def test_int_newton_failure_names_the_variable():
         return np.array([z[0] + y[0], z[1] ** 2 + 1.0])  # no real root for the algebraic z[1]
 
     p = ResidualProblem(residual, [1.0], [0.0, 0.5], (0.0, 1.0), z_names=["y'", "w"], max_newton_iter=8)
-    sol = get("ros2_adaptive")(jacobian="sensitivity").solve(p) if False else None
     with pytest.raises(IntegratorFailure) as exc:
         ReducedField(p).to_ode()
-    assert exc.value.kind == "newton" and "w" in exc.value.reason
-    assert sol is None
+    assert exc.value.kind == "newton" and "variable w" in exc.value.reason and "cond(R_z)" in exc.value.reason
+    sol = get("ros2_adaptive")(jacobian="sensitivity").solve(p)  # through solve: a failed result, no crash
+    assert not sol.success and sol.failure_reason.startswith("newton:") and sol.t.size == 0
 
 
 def test_int_rlc6_reduced_field_is_the_circuit_ode():
