@@ -101,3 +101,18 @@ def test_reduction_bench_records_ratios(harness_env):
         assert r == pytest.approx(out.metrics[f"reduced_time_s_{solver}"] / out.metrics[f"full_time_s_{solver}"])
         assert 0.0 < r < 1.0  # the reduced model is cheaper; the target (<= 0.1) is the gate's job
     assert out.metrics["offline_time_s"] > 0.0
+
+
+@pytest.mark.slow
+def test_energy_residual_converges_at_second_order_in_dt(harness_env):
+    size = [] if FULL else ["case.params.t_end=0.5", "case.params.figures=false"]
+    env = dict(os.environ, HARNESS_OUTPUTS=str(harness_env))
+    res = subprocess.run([sys.executable, "-m", "harness", "-m", "+case=beam/evolved", "+study=beam/dt_refinement",
+                          *size], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    sweep = sorted((harness_env / "sweeps" / "beam" / "evolved").iterdir())[-1]
+    study = json.loads((sweep / "study" / "study.json").read_text())
+    assert study["verdict"] == "pass" and abs(study["metrics"]["observed_order"] - 2.0) < 0.2
+    table = pd.read_csv(sweep / "study" / "table.csv")
+    e = table.sort_values("parameter")["energy_residual_full"].to_numpy()
+    assert e[0] < e[1] < e[2]  # finer dt, smaller residual
