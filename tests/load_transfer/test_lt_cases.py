@@ -2,9 +2,11 @@
 import pytest
 
 from harness import run_case
-from harness.compose import available_cases
+from harness.compose import CONF_DIR, available_cases
 
-CASES = [c for c in available_cases() if c.startswith("load_transfer/") and "/files/" not in c]
+# the analytic transfer cases: those run by the family's main adapter
+CASES = [c for c in available_cases() if c.startswith("load_transfer/")
+         and "adapter: harness.families.load_transfer:run" in (CONF_DIR / "case" / f"{c}.yaml").read_text()]
 
 
 @pytest.mark.parametrize("case", CASES)
