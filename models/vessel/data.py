@@ -31,6 +31,8 @@ class CoefficientTable:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_angles", self.angle.tolist())
         object.__setattr__(self, "_cols", np.column_stack([self.cx, self.cy, self.cn]))
+        for name in ("cx", "cy", "cn"):
+            object.__setattr__(self, "_" + name, getattr(self, name).tolist())
 
     def coefficients(self, gamma: float) -> np.ndarray:
         """(Cx, Cy, Cn) at the flow angle gamma (rad, (-pi, pi]), linear in the angle."""
@@ -58,13 +60,20 @@ class WaveTable:
     rao_amplitude: np.ndarray  # (k, 6) m/m, rad/m
     rao_phase: np.ndarray  # (k, 6) rad
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_stack", np.stack([self.force_amplitude, self.force_phase, self.rao_amplitude,
+                                                     self.rao_phase]))  # (4, k, 6)
+
     def at(self, chi: float):
-        """(force amplitude, force phase, RAO amplitude, RAO phase), each (6,), at heading chi."""
+        """(force amplitude, force phase, RAO amplitude, RAO phase), each (6,), at heading chi (rad)."""
         a = abs(chi)
-        sgn = np.array([1.0, np.sign(chi), 1.0, np.sign(chi), 1.0, np.sign(chi)])
-        interp = [np.array([np.interp(a, self.heading, tab[:, j]) for j in range(6)])
-                  for tab in (self.force_amplitude, self.force_phase, self.rao_amplitude, self.rao_phase)]
-        return interp[0] * sgn, interp[1], interp[2] * sgn, interp[3]
+        h = self.heading
+        i = min(max(int(np.searchsorted(h, a, side="right")) - 1, 0), h.size - 2)
+        th = (a - h[i]) / (h[i + 1] - h[i])
+        v = self._stack[:, i] + th * (self._stack[:, i + 1] - self._stack[:, i])
+        sgn = 1.0 if chi >= 0 else -1.0
+        odd = np.array([1.0, sgn, 1.0, sgn, 1.0, sgn]) if chi != 0 else np.array([1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
+        return v[0] * odd, v[1], v[2] * odd, v[3]
 
 
 @dataclass(frozen=True)

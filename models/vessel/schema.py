@@ -33,11 +33,21 @@ def _fail(where: str, field: str, rule: str) -> None:
     raise VesselDataError(f"{where}: {field}: {rule}")
 
 
+def _numbers_only(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_numbers_only(v) for v in value)
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
 def _finite_array(value: Any, where: str, field: str, shape: tuple | None = None) -> np.ndarray:
+    if not _numbers_only(value if not isinstance(value, np.ndarray) else value.tolist()):
+        _fail(where, field, f"must hold numbers only (YAML floats need a dot or an exponent sign, "
+                            f"e.g. 5.2e+7), got {value!r}")
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        _fail(where, field, f"must be numeric, got {value!r}")
+        need = f" with shape {shape}" if shape else ""
+        _fail(where, field, f"must be a rectangular array of numbers{need}, got {value!r}")
     if shape is not None and arr.shape != shape:
         _fail(where, field, f"must have shape {shape}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):

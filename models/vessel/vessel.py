@@ -12,6 +12,7 @@ motion deltas -- are applied once per output step outside the field
 """
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 DOF = ("x", "y", "z", "roll", "pitch", "yaw")
 VEL = ("u", "v", "w", "p", "q", "r")
 STATEFUL_MODES = ("step", "rhs")
-SOLVE_MODES = ("auto", "whole", "per_step")
+SOLVE_MODES = ("auto", "whole", "window", "per_step")
 HOLDS = ("linear", "zoh")
 
 
@@ -248,7 +249,8 @@ class Vessel:
     # -- simulation -----------------------------------------------------------------------
     def simulate(self, integrator: Any, t_end: float, dt: float, q0=None, nu0=None, t0: float = 0.0,
                  stateful: str = "step", solve_mode: str = "auto", hold: str = "linear", q_avg0=None,
-                 rotation0=None, rudder0=None, max_passes: int = 20, pass_tol: float = 1.0e-9) -> VesselResult:
+                 rotation0=None, rudder0=None, max_passes: int = 20, pass_tol: float = 1.0e-9,
+                 window: int = 20) -> VesselResult:
         """Integrate from t0 to t_end with output (and update) interval dt (s).
 
         integrator : object with ``solve(ODEProblem, t_eval) -> Solution`` (models.integrators)
@@ -268,7 +270,9 @@ class Vessel:
                      the headings of the previous pass until they change by less than
                      ``pass_tol`` rad (the causal fixed point: the ``per_step`` trajectory
                      up to the integrator tolerance; the passes grow with the horizon);
-                     ``auto`` -- ``per_step`` when wave loads act, else ``whole``.
+                     ``window`` -- the same on windows of ``window`` output steps, each
+                     started from the headings extrapolated from the last window;
+                     ``auto`` -- ``window`` when wave loads act, else ``whole``.
         """
         if stateful not in STATEFUL_MODES:
             raise ValueError(f"stateful: must be one of {STATEFUL_MODES}, got {stateful!r}")
@@ -291,14 +295,15 @@ class Vessel:
         qa0 = y0[:6].copy() if q_avg0 is None else np.asarray(q_avg0, dtype=np.float64).reshape(6).copy()
         if solve_mode == "auto":
             waves_on = "waves" in self.loads.enabled and self.env.wave_amplitude > 0
-            solve_mode = "per_step" if waves_on else "whole"
+            solve_mode = "window" if waves_on else "whole"
         start = time.perf_counter()
         stats: Dict[str, float] = {"nfev": 0, "njev": 0, "n_steps": 0, "n_solves": 0, "passes": 0}
         try:
             if stateful == "rhs" or solve_mode == "per_step":
                 out = self._run_per_step(integrator, t_grid, y0, initial, qa0, stateful, hold, stats)
             else:
-                out = self._run_whole(integrator, t_grid, y0, initial, qa0, hold, stats, max_passes, pass_tol)
+                out = self._run_whole(integrator, t_grid, y0, initial, qa0, hold, stats, max_passes, pass_tol,
+                                      window if solve_mode == "window" else None)
         finally:
             self._rhs_step = None
             self._track = None
@@ -374,7 +379,8 @@ class Vessel:
         stats["passes"] = 1
         return rec, st, ok, reason, last
 
-    def _run_whole(self, integrator, t_grid, y0, initial, qa0, hold, stats, max_passes, pass_tol):
+    def _run_whole(self, integrator, t_grid, y0, initial, qa0, hold, stats, max_passes, pass_tol, window):
+        """Whole-grid (or windowed) solves; see :meth:`simulate` (solve_mode whole / window)."""
         n_out = t_grid.size - 1
         dt = t_grid[1] - t_grid[0]
         rec = self._records(n_out + 1)
@@ -385,35 +391,54 @@ class Vessel:
             self.advance_actuators(st.inputs, t_grid[i], dt, initial)
             self._record(rec, i + 1, None, st)
         waves_on = "waves" in self.loads.enabled and self.env.wave_amplitude > 0
-        ok, reason, last = True, None, n_out
-        rec["chi"][1:] = rec["chi"][0]
-        for p in range(max_passes):
-            chi_used = rec["chi"].copy()
-            self._track = _InputTrack(t_grid, {k: rec[k] for k in _KNOTS}, hold)
-            sol = integrator.solve(self._problem(y0, t_grid[0], t_grid[-1]), t_grid)
-            self._add_stats(stats, sol)
-            stats["passes"] = p + 1
-            ys = sol.y
-            if not sol.success:
-                ok, reason = False, sol.failure_reason
-            # once-per-step filters and RAO motion along the trajectory; they set the wave knots
-            st = self._new_state(initial, qa0, t_grid[0])
-            self._record(rec, 0, y0, st)
-            last = min(n_out, len(ys) - 1)
-            for i in range(last):
-                st.inputs.rotation, st.inputs.azimuth = rec["rot"][i + 1], rec["az"][i + 1]
-                st.inputs.pitch_ratio, st.inputs.rudder = rec["pd"][i + 1], rec["rud"][i + 1]
-                self.advance_filters(st, dt, ys[i, :6] + st.wf_offset)
-                self.apply_rao(st, t_grid[i + 1], ys[i + 1, 5] + st.wf_offset[5])
-                self._record(rec, i + 1, ys[i + 1], st)
-            if not ok or not waves_on:
+        st = self._new_state(initial, qa0, t_grid[0])
+        st.inputs = _inputs_at(rec, 0)
+        y, ok, reason, a = y0.copy(), True, None, 0
+        width = n_out if (window is None or not waves_on) else max(1, int(window))
+        stats["windows"] = 0
+        while a < n_out and ok:
+            b = min(n_out, a + width)
+            self._guess_wave_knots(rec, a, b)
+            for p in range(max_passes):
+                chi_used = rec["chi"][a + 1:b + 1].copy()
+                self._track = _InputTrack(t_grid[a:b + 1], {k: rec[k][a:b + 1] for k in _KNOTS}, hold)
+                sol = integrator.solve(self._problem(y, t_grid[a], t_grid[b]), t_grid[a:b + 1])
+                self._add_stats(stats, sol)
+                stats["passes"] += 1
+                if not sol.success:
+                    ok, reason = False, f"t in [{t_grid[a]:.6g}, {t_grid[b]:.6g}] s: {sol.failure_reason}"
+                # once-per-step filters and RAO motion along the trajectory; they set the wave knots
+                trial = copy.deepcopy(st)
+                ys = sol.y
+                last = a + len(ys) - 1
+                for i in range(a, last):
+                    trial.inputs = _inputs_at(rec, i + 1)
+                    self.advance_filters(trial, dt, ys[i - a, :6] + trial.wf_offset)
+                    self.apply_rao(trial, t_grid[i + 1], ys[i + 1 - a, 5] + trial.wf_offset[5])
+                    self._record(rec, i + 1, ys[i + 1 - a], trial)
+                change = float(np.max(np.abs(rec["chi"][a + 1:last + 1] - chi_used[:last - a]))) if last > a else 0.0
+                if not ok or not waves_on or change <= pass_tol:
+                    stats["chi_change"] = max(stats.get("chi_change", 0.0), change)
+                    break
+            else:
+                ok, reason = False, f"wave headings did not settle to {pass_tol} rad in {max_passes} passes"
+            stats["windows"] += 1
+            st, y, a = trial, ys[-1].copy(), last
+            if last < b:
                 break
-            stats["chi_change"] = float(np.max(np.abs(rec["chi"][: last + 1] - chi_used[: last + 1])))
-            if stats["chi_change"] <= pass_tol:
-                break
-        else:
-            ok, reason = False, f"wave headings did not settle to {pass_tol} rad in {max_passes} passes"
-        return rec, st, ok, reason, last
+        return rec, st, ok, reason, a
+
+    def _guess_wave_knots(self, rec, a: int, b: int) -> None:
+        """Wave-heading knots a+1..b extrapolated linearly from the last two, and their wave inputs."""
+        if not ("waves" in self.loads.enabled and self.env.wave_amplitude > 0):
+            return
+        slope = rec["chi"][a] - rec["chi"][a - 1] if a >= 1 else 0.0
+        chi = rec["chi"][a] + slope * np.arange(1, b - a + 1)
+        rec["chi"][a + 1:b + 1] = chi
+        zeta = self.env.wave_amplitude
+        for k, c in enumerate(chi, start=a + 1):
+            famp, fph, _, _ = self.data.waves.at(float(wrap_to_pi(c)))
+            rec["wamp"][k], rec["wph"][k] = zeta * famp * FILTER_WAVE_FORCE, fph
 
     def state_names(self) -> List[str]:
         return list(DOF) + list(VEL) + (["work"] if self.track_work else [])
@@ -463,3 +488,8 @@ class _InputTrack:
 
 
 _KNOTS = ("rot", "az", "pd", "rud", "wamp", "wph")
+
+
+def _inputs_at(rec: Mapping[str, np.ndarray], i: int) -> Inputs:
+    """The inputs of knot i as an :class:`Inputs` (copies)."""
+    return Inputs(*(rec[k][i].copy() for k in _KNOTS))

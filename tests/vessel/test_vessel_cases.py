@@ -1,0 +1,83 @@
+"""Vessel cases through the harness: each closed-form case passes its gates."""
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+from harness.api import run_case
+from harness.context import HarnessInputError
+
+FULL = os.environ.get("HARNESS_FULL") == "1"
+FAST = ["frames", "static_wind", "ema_step", "rudder_ramp", "propeller_lag", "spinning_body", "heave_decay",
+        "surge_linear_decay", "surge_quadratic_decay", "circle"]
+
+
+def _run(name, *overrides):
+    return run_case(f"vessel/{name}", overrides=["tracking.enabled=false", *overrides])
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_closed_form_case_passes(harness_env, name):
+    out = _run(name)
+    assert out.status == "ok", out.message
+    assert out.verdict == "pass", (out.gates, out.metrics)
+    assert out.gates and all(v == "pass" for v in out.gates.values())
+
+
+def test_case_values_match_the_data(harness_env):
+    heave = _run("heave_decay").metrics
+    assert heave["natural_period_s"] == pytest.approx(2 * math.pi * math.sqrt(1.04e8 / 5.09680512e7), rel=1e-6)
+    assert heave["damping_ratio"] == pytest.approx(2.1842e7 / (2 * math.sqrt(1.04e8 * 5.09680512e7)), rel=1e-5)
+    lag = _run("propeller_lag").metrics
+    assert lag["fraction_at_tau_exp"] == pytest.approx(0.63212055882856, abs=1e-12)
+    assert lag["form_difference_at_tau"] > 1e-3  # the seed's backward-Euler form lags more slowly
+    wind = _run("static_wind").metrics
+    assert wind["head_wind_X_N"] == pytest.approx(0.5 * 1.225 * 20.0 ** 2 * -0.70 * 640.0, rel=1e-12)
+
+
+def test_bad_source_input_is_invalid_with_field(harness_env):
+    out = _run("heave_decay", "+source.data_overrides.rho_air=-1.0")
+    assert out.status == "invalid" and out.exit_code == 2
+    assert "rho_air" in out.message and "> 0" in out.message
+    out = _run("heave_decay", "case.params.sim.dt=0")
+    assert out.status == "invalid" and "case.params.sim.dt" in out.message
+    out = _run("heave_decay", "case.params.check=nope")
+    assert out.status == "invalid" and "case.params.check" in out.message
+
+
+@pytest.mark.slow
+def test_energy_balance_case(harness_env):
+    t_end = "60.0" if FULL else "10.0"
+    out = _run("energy_balance", f"case.params.sim.t_end={t_end}")
+    assert out.verdict == "pass", (out.gates, out.metrics)
+    assert out.metrics["balance_reduction"] > 10
+
+
+@pytest.mark.slow
+def test_integrator_cross_check_case(harness_env):
+    t_end = "20.0" if FULL else "3.0"
+    out = _run("integrator_cross_check", f"case.params.sim.t_end={t_end}")
+    assert out.verdict == "pass", (out.gates, out.metrics)
+    assert out.metrics["ros2_adaptive.success"] == 1.0 and out.metrics["scipy_radau.success"] == 1.0
+
+
+@pytest.mark.slow
+def test_stateful_in_rhs_case(harness_env):
+    t_end = "20.0" if FULL else "3.0"
+    out = _run("stateful_in_rhs", f"case.params.sim.t_end={t_end}")
+    assert out.verdict == "pass", (out.gates, out.metrics)
+    m = out.metrics
+    assert m["rhs.1.updates_per_step"] > 1 and m["step.1.updates_per_step"] == 1
+    assert m["rhs.tolerance_dependence_m"] > 100 * m["step.tolerance_dependence_m"]
+
+
+@pytest.mark.slow
+def test_bench_case_records_ratios(harness_env):
+    t_end = "3600.0" if FULL else "5.0"
+    out = run_case("bench/vessel_manoeuvre", overrides=["tracking.enabled=false", f"case.params.sim.t_end={t_end}"])
+    assert out.status == "ok", out.message
+    m = out.metrics
+    assert m["main.success"] == 1.0 and m["reference.success"] == 1.0
+    assert m["speedup_vs_reference"] == pytest.approx(m["main.realtime_factor"] / m["reference.realtime_factor"])
