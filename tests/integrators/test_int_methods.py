@@ -223,3 +223,15 @@ def test_int_cvode_failure_is_a_result():
 def test_int_unknown_option_is_rejected():
     with pytest.raises(ValueError, match="unknown option"):
         get("ros2_adaptive")(rtoll=1e-3)
+
+
+def test_int_chemakzo_analytic_residual_partials_match_differences():
+    from models.integrators.jacobians import fd_residual_partials
+
+    p = get_problem("chemakzo").problem
+    y = np.array([0.3, 0.0011, 0.05, 0.004, 0.01])
+    z = np.array([0.01, -0.002, 0.003, 0.0, 0.001, 115.83 * 0.3 * 0.004])
+    Rz, Ry, Rt = fd_residual_partials(p.residual, 1.0, y, z, delta=1e-7)
+    np.testing.assert_allclose(p.jac_z(1.0, y, z), Rz, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(p.jac_y(1.0, y, z), Ry, rtol=1e-6, atol=1e-7 * np.max(np.abs(Ry)))
+    np.testing.assert_allclose(p.jac_t(1.0, y, z), Rt, atol=1e-12)

@@ -234,10 +234,47 @@ def chemakzo() -> TestProblem:
         ])
         return np.concatenate((z[:5] - f, [c["Ks"] * y1 * y4 - y6]))
 
+    S = np.array([  # df_i / dr_j (i = 1..5, reactions r1..r5)
+        [-2.0, 1.0, -1.0, -1.0, 0.0],
+        [-0.5, 0.0, 0.0, -1.0, -0.5],
+        [1.0, -1.0, 1.0, 0.0, 0.0],
+        [0.0, -1.0, 1.0, -2.0, 0.0],
+        [0.0, 1.0, -1.0, 0.0, 1.0],
+    ])
+
+    def df_dx(y, y6):
+        """df/d(y1..y5, y6), (5, 6), analytic."""
+        y1, y2, y3, y4, y5 = y
+        sq = np.sqrt(y2)
+        D = np.zeros((5, 6))  # dr_j / dx
+        D[0, 0], D[0, 1] = 4.0 * c["k1"] * y1 ** 3 * sq, 0.5 * c["k1"] * y1 ** 4 / sq
+        D[1, 2], D[1, 3] = c["k2"] * y4, c["k2"] * y3
+        D[2, 0], D[2, 4] = c["k2"] / c["K"] * y5, c["k2"] / c["K"] * y1
+        D[3, 0], D[3, 3] = c["k3"] * y4 ** 2, 2.0 * c["k3"] * y1 * y4
+        D[4, 1], D[4, 5] = 0.5 * c["k4"] * y6 ** 2 / sq, 2.0 * c["k4"] * y6 * sq
+        F = S @ D
+        F[1, 1] -= c["klA"]  # dFin/dy2
+        return F
+
+    def jac_z(t, y, z):
+        F = df_dx(y, z[5])
+        Rz = np.eye(6)
+        Rz[:5, 5] = -F[:, 5]
+        Rz[5, 5] = -1.0
+        return Rz
+
+    def jac_y(t, y, z):
+        F = df_dx(y, z[5])
+        Ry = np.zeros((6, 5))
+        Ry[:5] = -F[:, :5]
+        Ry[5, 0], Ry[5, 3] = c["Ks"] * y[3], c["Ks"] * y[0]
+        return Ry
+
     y0 = np.array([0.444, 0.00123, 0.0, 0.007, 0.0])
     z0 = np.zeros(6)
     z0[5] = c["Ks"] * y0[0] * y0[3]
-    prob = ResidualProblem(residual, y0, z0, (0.0, 180.0), names=[f"y{i}" for i in range(1, 6)],
+    prob = ResidualProblem(residual, y0, z0, (0.0, 180.0), jac_z=jac_z, jac_y=jac_y, jac_t=lambda t, y, z: np.zeros(6),
+                           names=[f"y{i}" for i in range(1, 6)],
                            z_names=[f"y{i}'" for i in range(1, 6)] + ["y6"])
     y_ref = np.array([0.1150794920661702, 0.1203831471567715e-2, 0.1611562887407974, 0.3656156421249283e-3,
                       0.1708010885264404e-1])
