@@ -10,7 +10,8 @@ case.params:
          stateful_in_rhs
   sim:   t_end, dt (s, output and update interval), q0, nu0 (6 values), rotation0,
          rudder0 (per actuator), q_avg0, stateful (step|rhs), solve_mode
-         (auto|whole|per_step), hold (linear|zoh)
+         (auto|whole|window|per_step), hold (linear|zoh), window (output steps), pass_tol (rad),
+         max_passes
   plus check-specific fields documented in each function.
 The vessel comes from the ``source`` group (conf/source/vessel_*.yaml), the integrator
 from the ``integrator`` group; further integrators (cross_check, bench) from the registry.
@@ -21,7 +22,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -57,7 +58,8 @@ class VesselSourceConf:
 
 store_schema("source_vessel", VesselSourceConf)
 
-SIM_KEYS = ("t_end", "dt", "q0", "nu0", "rotation0", "rudder0", "q_avg0", "stateful", "solve_mode", "hold")
+SIM_KEYS = ("t_end", "dt", "q0", "nu0", "rotation0", "rudder0", "q_avg0", "stateful", "solve_mode", "hold", "window",
+            "pass_tol", "max_passes")
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -130,8 +132,6 @@ def _sim_args(params: Dict[str, Any], **override: Any) -> Dict[str, Any]:
 
 
 def _simulate(vessel, integ, sim: Dict[str, Any]):
-    from models.vessel.vessel import VesselSimulationError  # noqa: F401
-
     try:
         res = vessel.simulate(integ, **sim)
     except ValueError as exc:

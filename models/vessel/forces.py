@@ -285,16 +285,10 @@ class ForceModel:
         wy = -s * wn + c * we - nu[1]
         self._coefficient_load(out, self.data.wind, self.data.rho_air, wx, wy)
 
-    def _thrust_cached(self, nu_r: np.ndarray, inp: Inputs) -> np.ndarray:
-        if inp.__dict__.get("_thrust_key") is not nu_r:
-            inp.__dict__["_thrust"] = self.thrust(nu_r, inp)
-            inp.__dict__["_thrust_key"] = nu_r
-        return inp.__dict__["_thrust"]
-
     def _propellers(self, out, t, q, nu, nu_r, inp):
         if self.p_d.size == 0:
             return
-        T = self._thrust_cached(nu_r, inp)
+        T = self.thrust(nu_r, inp)
         fx, fy = T * np.cos(inp.azimuth), T * np.sin(inp.azimuth)
         out[0] += fx.sum()
         out[1] += fy.sum()
@@ -308,7 +302,7 @@ class ForceModel:
         u2 = np.full(self.r_area.size, nu_r[0] * abs(nu_r[0]))
         if self._has_prop.any():
             k = self.r_prop[self._has_prop]
-            T = self._thrust_cached(nu_r, inp)[k]
+            T = self.thrust(nu_r, inp)[k]
             ua = (1.0 - self.p_w[k]) * nu_r[0]
             u2[self._has_prop] = ua * np.abs(ua) + self._slip_coef[k] * T
         lift = self._lift_coef * inp.rudder * u2

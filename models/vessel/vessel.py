@@ -36,14 +36,6 @@ SOLVE_MODES = ("auto", "whole", "window", "per_step")
 HOLDS = ("linear", "zoh")
 
 
-class VesselSimulationError(RuntimeError):
-    """The integrator failed; ``result`` holds the trajectory up to the failure."""
-
-    def __init__(self, msg: str, result: "VesselResult"):
-        super().__init__(msg)
-        self.result = result
-
-
 def invert_total_mass(total: np.ndarray) -> np.ndarray:
     """(M + A)^-1 by a Cholesky factorisation (M + A symmetric positive definite)."""
     factor = scipy.linalg.cho_factor(total, lower=True)

@@ -7,7 +7,6 @@ import os
 import pytest
 
 from harness.api import run_case
-from harness.context import HarnessInputError
 
 FULL = os.environ.get("HARNESS_FULL") == "1"
 FAST = ["frames", "static_wind", "ema_step", "rudder_ramp", "propeller_lag", "spinning_body", "heave_decay",
