@@ -129,6 +129,7 @@ class SkfemSolver:
         lu = splu((Kf + sp.diags(c0 * m)).tocsc())
         n_steps, nf = F.shape[0], self.free.size
         U = np.zeros((n_steps + 1, nf))
+        Vh = np.zeros((n_steps + 1, nf))
         u, v, a = np.zeros(nf), np.zeros(nf), np.zeros(nf)
         c1, c2 = 1.0 / (beta * dt), 1.0 / (2.0 * beta) - 1.0
         for n in range(n_steps):  # one sparse solve per step (implicit Newmark)
@@ -138,6 +139,7 @@ class SkfemSolver:
             v = v + dt * ((1.0 - gamma) * a + gamma * a_new)
             u, a = u_new, a_new
             U[n + 1] = u
+            Vh[n + 1] = v
         full = np.zeros((n_steps + 1, self.basis.N))
         full[:, self.free] = U
         nd = self.basis.nodal_dofs
@@ -147,5 +149,7 @@ class SkfemSolver:
         dW = np.einsum("nci,nci->n", np.asarray(loads.forces), np.diff(up, axis=0))
         times = dt * np.arange(n_steps + 1)
         self.u_history = full
+        self.v_history = np.zeros_like(full)
+        self.v_history[:, self.free] = Vh
         return FEDynamicResult(times=times, u_points=up, u_gauss=ug, final=self.field(full[-1]),
                                work=np.concatenate([[0.0], np.cumsum(dW)]))

@@ -1,0 +1,105 @@
+"""Kratos MPM (real KratosMPMApplication 10.4) linear static case against scikit-fem and closed forms."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+pytest.importorskip("KratosMultiphysics.MPMApplication", reason="Kratos extra not installed")
+
+from harness.api import run_case  # noqa: E402
+from models.load_transfer.contracts.kratos_loads import read_kratos_loads, write_kratos_loads  # noqa: E402
+from models.load_transfer.fe import ElasticBody  # noqa: E402
+from models.load_transfer.kratos import workflow as W  # noqa: E402
+from models.load_transfer.kratos.analysis import run_mpm  # noqa: E402
+from models.load_transfer.kratos.builder import MPMSpec  # noqa: E402
+from models.load_transfer.kratos.loads import LoadsFileError, MappingAbort, read_meridian_loads  # noqa: E402
+
+E, NU, P = 2.0e9, 0.3, 1.0e4
+BODY = ElasticBody(radius=0.01, height=0.02, E=E, nu=NU, rho=1200.0, nr=3, nz=5)
+STATIC = MPMSpec(solver="static", dt=1.0, n_steps=1)
+
+
+def _uniform_file(tmp_path, table=None):
+    src = W.SourceSpec(kind="analytic", profile="uniform", p0=P, n_rings=7)
+    wl = W.write_source(src, BODY, tmp_path, "uni")
+    return W.export_loads(wl, W.top_face_table(BODY) if table is None else table, STATIC, tmp_path, mode="debug")
+
+
+def test_lt_kratos_static_case(harness_env, tracking_uri):
+    out = run_case("load_transfer/kratos_static", tracking_uri=tracking_uri)
+    assert out.status == "ok", out.message
+    assert out.verdict == "pass", (out.metrics, out.gates)
+    m = out.metrics
+    assert m["u_l2_rel_diff"] <= 1e-6 and m["u_max_rel_diff"] <= 1e-6
+    assert m["e_F"] < 0.01 and m["e_J"] < 0.01 and m["steps"] == 1.0
+    info = json.loads((out.run_dir / "manifest.json").read_text())["info"]["kratos"]
+    assert info["kratos_version"].startswith("10.4.")
+    assert info["applications"]["KratosMPMApplication"].startswith("10.4.")
+    assert info["threads"] == 1 and info["omp_num_threads"] == "1"
+    assert (out.run_dir / "level0" / "kratos.log").stat().st_size > 0  # the banner went there, not to stdout
+
+
+def test_lt_kratos_uniform_closed_form(tmp_path):
+    """Uniform pressure on a cylinder on a frictionless base: uniaxial stress, u_z = -p z/E, u_r = nu p r/E."""
+    ex = _uniform_file(tmp_path)
+    loads = read_meridian_loads(ex.path)
+    mpm = run_mpm(BODY, STATIC, loads, log_path=tmp_path / "kratos.log")
+    x0, u = mpm.x0, mpm.u_hist[-1]
+    exact = np.stack([NU * P * x0[:, 0] / E, -P * x0[:, 1] / E], axis=1)
+    assert np.max(np.abs(u - exact)) <= 1e-9 * P * BODY.height / E
+    r = mpm.records  # uniform pressure: the sampled ring value is exact, F = p pi R^2
+    assert r["F_B"][0] == pytest.approx(P * np.pi * BODY.radius**2, rel=1e-12)
+    assert r["F_M"][0] == pytest.approx(P * np.pi * BODY.radius**2, rel=1e-12)
+    _, fe = W.fe_static(BODY, loads, STATIC)
+    idx = W.match_gauss(x0, fe.x, 1e-12)
+    assert np.max(np.abs(fe.u[idx] - exact)) <= 1e-9 * P * BODY.height / E
+    assert np.max(np.abs(fe.stress[:, 1] + P)) <= 1e-9 * P  # sigma_zz = -p, the rest zero
+    assert np.max(np.abs(fe.stress[:, [0, 2, 3]])) <= 1e-9 * P
+
+
+def test_lt_kratos_condition_mismatch_names_first_id(tmp_path):
+    table = W.top_face_table(BODY)
+    table.loc[3, "x0"] += 1.0e-4  # condition id 4 moved (areas unchanged: the export accepts it)
+    table.loc[5, "x0"] += 1.0e-4
+    ex = _uniform_file(tmp_path, table)
+    loads = read_meridian_loads(ex.path)
+    good = W.top_face_table(BODY)
+    points = np.stack([good["x0"], good["z0"]], axis=1)
+    with pytest.raises(LoadsFileError, match=r"condition id 4 at .* no Kratos point-load condition .*2 unmatched"):
+        run_mpm(BODY, STATIC, loads, load_points=points, log_path=tmp_path / "kratos.log")
+
+
+def _scaled_copy(src_path, dst, factor):
+    d = read_kratos_loads(src_path)
+    a = d["attrs"]
+    return write_kratos_loads(
+        dst, case_id="scaled", time=d["source/time"], radial_edges=d["source/radial_edges"],
+        source_pressure=d["source/pressure_gauge"], ids=d["conditions/ids"],
+        coordinates=d["conditions/coordinates_initial"], areas=d["conditions/tributary_area"],
+        normals=d["conditions/outward_normal"], condition_pressure=lambda sl: factor * d["loads/pressure_gauge"][sl],
+        r_map=a["r_map"], axis_origin=(a["axis_origin_x"], a["axis_origin_y"]), mapping_method=a["mapping_method"],
+        source_schema_version=a["source_schema_version"], source_sha256=a["source_sha256"], metadata=d["metadata"],
+        mode="debug").path
+
+
+def test_lt_kratos_mapping_error_aborts(tmp_path):
+    ex = _uniform_file(tmp_path)
+    bad = _scaled_copy(ex.path, tmp_path / "scaled", 1.05)  # applied loads 5 % above the source
+    loads = read_meridian_loads(bad)
+    with pytest.raises(MappingAbort, match="step 1 .*above 2%") as info:
+        run_mpm(BODY, STATIC, loads, log_path=tmp_path / "kratos.log")
+    assert info.value.e_F == pytest.approx(0.05, rel=1e-9) and info.value.step == 1
+    mpm = run_mpm(BODY, STATIC, loads, fail_above=0.1, log_path=tmp_path / "kratos.log")  # same file, 10 % gate
+    assert mpm.records["e_F"][-1] == pytest.approx(0.05, rel=1e-9)
+    assert np.max(np.abs(mpm.u_hist[-1][:, 1] + 1.05 * P * mpm.x0[:, 1] / E)) <= 1e-9 * P * BODY.height / E
+
+
+def test_lt_kratos_bad_params(harness_env):
+    out = run_case("load_transfer/kratos_static", overrides=["case.params.solver=implicit"], tracking_uri=None)
+    assert out.status == "invalid" and out.exit_code == 2 and "case.params.solver" in out.message
+    out = run_case("load_transfer/kratos_static", overrides=["case.params.body.nu=0.5"], tracking_uri=None)
+    assert out.status == "invalid" and "case.params.body.nu" in out.message
