@@ -82,7 +82,8 @@ class ExportBenchParams:
     full_n_r: int = 1_000
     full_n_c: int = 100_000
     n_theta: Optional[int] = None  # azimuthal cells of the polar table; default n_c // n_r (layers = rings)
-    block_rows: Optional[int] = None
+    block_rows: Optional[int] = None  # time rows per streamed block at reduced size (None: ~32 MB blocks)
+    full_block_rows: Optional[int] = None  # the same at full size
 
 
 def _params(cfg: DictConfig, schema) -> Any:
@@ -599,7 +600,8 @@ def bench_export(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     tracemalloc.start()
     with ctx.stage("export"):
         c0 = time.perf_counter()
-        res = export_kratos_loads(src, qt, te, out_dir, mode="debug", block_rows=p.block_rows)
+        res = export_kratos_loads(src, qt, te, out_dir, mode="debug",
+                                  block_rows=p.full_block_rows if full else p.block_rows)
         t_export = time.perf_counter() - c0
     _, peak_export = tracemalloc.get_traced_memory()
     tracemalloc.stop()
