@@ -275,11 +275,14 @@ def run_ft_effect(cfg: DictConfig, ctx: RunContext) -> CaseResult:
 def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """Wall-time ratios ROS2 / scipy Radau / BDF at equal tolerances, ROS2 per-step overhead.
 
-    case.params: problems (list), rtols (list), repeats (int). For each (problem, rtol):
+    case.params: problems (list), rtols (list), repeats (int), tighten (int, default 2).
+    For each (problem, rtol):
     ros2_adaptive with the analytic Jacobian and with the residual-form sensitivity
     Jacobian (the problem wrapped as R = z - f(t, y)), scipy Radau and BDF; best of
     ``repeats`` wall times. Logged: ratio_ros2_to_radau_<p>_<rtol>, scd of each, and the
-    overhead per step (time per step minus time in f and J) of ros2 with analytic J.
+    overhead per step (time per step minus time in f and J) of ros2 with analytic J, and
+    ratio_ros2_to_radau_equal_scd_<p>_<rtol>: ROS2's wall time at the loosest of rtol,
+    rtol/10, ... that reaches Radau's scd, over Radau's (NaN if none does).
     """
     from models.integrators import get
     from models.integrators.base import ResidualProblem
@@ -338,9 +341,27 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
             for ref in ("radau", "bdf"):
                 metrics[f"ratio_ros2_to_{ref}_{tag}"] = walls["ros2"] / walls[ref]
             metrics[f"ratio_ros2_sens_to_ros2_{tag}"] = walls["ros2_sens"] / walls["ros2"]
+            # at equal or better scd: tighten ROS2's rtol (x 1/10, up to `tighten` times) until it
+            # reaches Radau's scd, and compare that wall time with Radau's
+            target = metrics[f"scd_radau_{tag}"]
+            ratio_eq, r2 = math.nan, float(rtol)
+            for _ in range(int(params.get("tighten", 2)) + 1):
+                integ = get("ros2_adaptive")(rtol=r2, atol=tp.atol / tp.rtol * r2, jacobian="analytic")
+                best, sol = math.inf, None
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    sol = integ.solve(tp.problem, tp.t_eval)
+                    best = min(best, time.perf_counter() - t0)
+                if sol.success and scd_end(sol, tp) >= target:
+                    ratio_eq = best / walls["radau"]
+                    break
+                r2 /= 10.0
+            metrics[f"ratio_ros2_to_radau_equal_scd_{tag}"] = ratio_eq
+            metrics[f"rtol_ros2_equal_scd_{tag}"] = r2 if math.isfinite(ratio_eq) else math.nan
     small = [o for o, n in zip(overheads, n_states) if n <= 20]
     metrics["overhead_per_step_us_max"] = max(small) if small else math.nan
-    r3 = [v for k, v in metrics.items() if k.startswith("ratio_ros2_to_radau_") and k.endswith("_1e-3")]
+    r3 = [v for k, v in metrics.items()
+          if k.startswith("ratio_ros2_to_radau_") and k.endswith("_1e-3") and "equal_scd" not in k]
     metrics["ratio_ros2_to_radau_rtol1e-3_max"] = max(r3) if r3 else math.nan
     ctx.write_json("bench.json", rows)
     return CaseResult(metrics=metrics, info={"problems": problems, "rtols": rtols, "repeats": repeats})
