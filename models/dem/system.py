@@ -135,15 +135,14 @@ class DEMSystem:
                 raise DEMInputError(
                     f"positions: initial overlap of particles {i[k]} and {j[k]} is {rel[k]:.4g} x the smaller "
                     f"radius, above the limit max_initial_overlap={limit:g}")
-        for w_idx, w in enumerate(self.walls):
-            dist = (self.x0 - w.p) @ w.n
-            rel = (self.radius - dist) / self.radius
-            inside = (dist > 0) & self._in_bounds(w, self.x0)
-            if np.any(inside & (rel > limit)):
-                k = int(np.argmax(np.where(inside, rel, -np.inf)))
+        wi, wk, wd, _ = self._wall_contacts(self.x0)
+        if wi.size:
+            rel = wd / self.radius[wi]
+            m = int(np.argmax(rel))
+            if rel[m] > limit:
                 raise DEMInputError(
-                    f"positions: initial overlap of particle {k} with wall {w.name!r} is {rel[k]:.4g} x its "
-                    f"radius, above the limit max_initial_overlap={limit:g}")
+                    f"positions: initial overlap of particle {wi[m]} with wall {self.walls[wk[m]].name!r} is "
+                    f"{rel[m]:.4g} x its radius, above the limit max_initial_overlap={limit:g}")
 
     def contact_time_estimate(self, v_ref: Optional[float] = None) -> float:
         """Shortest elastic contact time (s) of the smallest particle at speed ``v_ref`` (m/s)."""
@@ -166,13 +165,6 @@ class DEMSystem:
         q0 = np.vstack([self.x0, np.zeros((self.N, 3))])
         u0 = np.vstack([self.v0, self.w0])
         return q0, u0
-
-    @staticmethod
-    def _in_bounds(w: Wall, x: np.ndarray) -> np.ndarray:
-        if w.axis is None:
-            return np.ones(x.shape[0], dtype=bool)
-        rel = x[:, w.axis] - w.p[w.axis]
-        return (rel >= w.bounds[0]) & (rel <= w.bounds[1])
 
     def _advance_walls(self, t: float) -> None:
         if self._t_last is None:
@@ -307,27 +299,52 @@ class DEMSystem:
             return 4.0 / 3.0 * Estar * np.sqrt(Rstar) * delta ** 1.5
         return self.law.k_n * delta
 
+    def _wall_contacts(self, x):
+        """Particle-wall contacts: particle and wall indices, overlap (m), unit normal particle -> wall.
+
+        The contact point is the closest point of the wall (its strip, for a bounded wall) to the
+        centre; only centres in front of the plane count. At a strip edge the normal points from
+        the edge to the centre, so particles roll over edges instead of being caught behind them.
+        """
+        r = self.radius
+        out_i, out_k, out_d, out_n = [], [], [], []
+        for k, wl in enumerate(self.walls):
+            h = (x - wl.p) @ wl.n  # height above the plane
+            cand = np.nonzero((h > 0) & (h < r))[0] if wl.axis is None else np.nonzero(h > 0)[0]
+            if cand.size == 0:
+                continue
+            if wl.axis is None:
+                out_i.append(cand), out_k.append(np.full(cand.size, k)), out_d.append(r[cand] - h[cand])
+                out_n.append(np.broadcast_to(-wl.n, (cand.size, 3)))
+                continue
+            xc = x[cand]
+            c = xc - h[cand][:, None] * wl.n  # projection on the plane
+            a = wl.axis
+            c[:, a] = np.clip(c[:, a], wl.p[a] + wl.bounds[0], wl.p[a] + wl.bounds[1])
+            d_vec = xc - c
+            dist = _rownorm(d_vec)
+            on = dist < r[cand]
+            if not np.any(on):
+                continue
+            cand, d_vec, dist = cand[on], d_vec[on], dist[on]
+            out_i.append(cand), out_k.append(np.full(cand.size, k)), out_d.append(r[cand] - dist)
+            out_n.append(-d_vec / dist[:, None])
+        if not out_i:
+            return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty((0, 3))
+        return (np.concatenate(out_i), np.concatenate(out_k), np.concatenate(out_d), np.vstack(out_n))
+
     def _wall_forces(self, x, v, w, F, T) -> None:
         law, r, N, W = self.law, self.radius, self.N, len(self.walls)
         self.wall_force = np.zeros((W, 3))
         if W == 0:
             self.contacts_pw = None
             return
-        P = np.array([wl.p for wl in self.walls])
-        Nrm = np.array([wl.n for wl in self.walls])
         Vw = np.array([wl.v for wl in self.walls])
-        dist = x @ Nrm.T - np.sum(P * Nrm, axis=1)[None, :]  # (N, W)
-        inside = (dist > 0) & (dist < r[:, None])
-        for k, wl in enumerate(self.walls):
-            if wl.axis is not None:
-                inside[:, k] &= self._in_bounds(wl, x)
-        i, k = np.nonzero(inside)
+        i, k, delta, n = self._wall_contacts(x)
         if i.size == 0:
             self.contacts_pw = ContactSet(i, k, np.empty(0), np.empty(0), np.empty(0))
             self._hist_pw = (np.empty(0, np.int64), np.empty((0, 3)))
             return
-        delta = r[i] - dist[i, k]
-        n = -Nrm[k]  # from particle to wall
         Ri = r[i][:, None]
         vrel = v[i] - Vw[k] + _cross(Ri * w[i], n)
         vn = np.einsum("ij,ij->i", vrel, n)
@@ -338,6 +355,7 @@ class DEMSystem:
         order = np.argsort(keys)
         i, k, keys, delta, n, vrel, vn = i[order], k[order], keys[order], delta[order], n[order], vrel[order], vn[order]
         Rstar, mstar, Estar, fn, fn_raw, k_tan = (a[order] for a in (Rstar, mstar, Estar, fn, fn_raw, k_tan))
+        Ri = r[i][:, None]
         ft, self._hist_pw = self._tangential(self._hist_pw, keys, n, vrel, vn, delta, k_tan, self.G_w[k], Rstar, fn)
         fi = -fn[:, None] * n + ft
         _scatter_add(F, i, fi)
@@ -368,10 +386,9 @@ class DEMSystem:
             on = delta > 0
             el += float(np.sum(elastic_energy(self.law, delta[on], self.E_pp,
                                               effective_radius(self.radius[i][on], self.radius[j][on]))))
-        for k, wl in enumerate(self.walls):
-            dist = (x - wl.p) @ wl.n
-            on = (dist > 0) & (dist < self.radius) & self._in_bounds(wl, x)
-            el += float(np.sum(elastic_energy(self.law, self.radius[on] - dist[on], self.E_w[k], self.radius[on])))
+        wi, wk, wd, _ = self._wall_contacts(x)
+        if wi.size:
+            el += float(np.sum(elastic_energy(self.law, wd, self.E_w[wk], self.radius[wi])))
         return {"kinetic": kin, "rotational": rot, "elastic": el, "gravity": grav,
                 "total": kin + rot + el + grav}
 

@@ -52,10 +52,52 @@ def test_envelope_fit_recovers_line(tmp_path):
     assert np.isnan(fit_mohr_coulomb([1.0], [1.0])["phi_deg"])
 
 
+def _multirun(args, outputs):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, HARNESS_OUTPUTS=str(outputs))
+    return subprocess.run([sys.executable, "-m", "harness", "-m", *args], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=7200)
+
+
+def _latest_sweep(outputs, case):
+    return sorted((outputs / "sweeps" / case).iterdir())[-1]
+
+
 @pytest.mark.slow
-def test_direct_shear_reduced(harness_env):
-    out = run_case("dem/direct_shear", overrides=["tracking.enabled=false"])
-    m = out.metrics
-    assert m["peak_shear_stress"] >= m["residual_shear_stress"] > 0
-    assert 0.3 < m["normal_stress_measured"] / m["normal_stress"] < 3.0
-    assert m["inertial_number"] > 0
+def test_envelope_study(harness_env):
+    import json
+
+    res = _multirun(["+case=dem/direct_shear", "+study=dem/envelope"], harness_env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    sweep = _latest_sweep(harness_env, "dem/direct_shear")
+    study = json.loads((sweep / "study" / "study.json").read_text())
+    table = pd.read_csv(sweep / "study" / "table.csv")
+    assert study["n_jobs"] == 3 and study["verdict"] == "pass"
+    # the parent-run fit is the least-squares line through the job table
+    ref = fit_mohr_coulomb(table["normal_stress_measured"], table["peak_shear_stress"])
+    assert study["metrics"]["peak_phi_deg"] == pytest.approx(ref["phi_deg"], rel=1e-12)
+    assert study["metrics"]["residual_cohesion"] == pytest.approx(
+        fit_mohr_coulomb(table["normal_stress_measured"], table["residual_shear_stress"])["cohesion"], rel=1e-9)
+    assert (sweep / "study" / "envelope.png").stat().st_size > 1000
+    assert (table["peak_shear_stress"] >= table["residual_shear_stress"]).all()
+    assert (table["residual_shear_stress"] > 0).all() and (table["inertial_number"] > 0).all()
+    ratio = table["normal_stress_measured"] / table["parameter"]  # the servo holds the normal stress
+    assert ratio.between(0.5, 2.0).all(), ratio
+
+
+@pytest.mark.slow
+def test_restitution_curve_study(harness_env):
+    import json
+
+    res = _multirun(["+case=dem/kelvin_voigt_eq22", "+study=dem/restitution_curve",
+                     "case.params.delta_over_w=0.0,0.5,2.0,7.0"], harness_env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    sweep = _latest_sweep(harness_env, "dem/kelvin_voigt_eq22")
+    study = json.loads((sweep / "study" / "study.json").read_text())
+    assert study["verdict"] == "pass" and study["metrics"]["max_e_restitution"] < 5e-3
+    assert (sweep / "study" / "restitution_curve.png").stat().st_size > 1000
