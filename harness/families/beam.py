@@ -73,6 +73,7 @@ class GlobalPODConf:
     r_glob: int = 20
     s_min: Optional[float] = None  # m; null = slider range over the simulated time
     s_max: Optional[float] = None
+    weight_exponent: float = 0.0  # pool columns scaled by (ω_1/ω_k)^p; 0 = the seed's plain POD
 
 
 store_schema("source_beam", BeamSourceConf)

@@ -49,15 +49,21 @@ class GlobalPODReductor:
     n_snap, r_snap, r_glob: snapshot positions, modes per snapshot, global modes.
     s_min, s_max: range of snapshot positions [m]; ``None`` = the slider's range on the
     simulation grid.
+    weight_exponent: each snapshot mode enters the pool scaled by (ω_1/ω_k)^p (p = 0: the
+    seed's plain POD of mass-normalised modes; p = 1 favours low modes, see README).
     """
 
     def __init__(self, n_snap: int = 5, r_snap: int = 6, r_glob: int = 20,
-                 s_min: Optional[float] = None, s_max: Optional[float] = None):
+                 s_min: Optional[float] = None, s_max: Optional[float] = None,
+                 weight_exponent: float = 0.0):
         for name, v in (("n_snap", n_snap), ("r_snap", r_snap), ("r_glob", r_glob)):
             if int(v) != v or int(v) < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        if not (np.isfinite(weight_exponent) and weight_exponent >= 0.0):
+            raise ValueError(f"weight_exponent must be a finite number >= 0, got {weight_exponent!r}")
         self.n_snap, self.r_snap, self.r_glob = int(n_snap), int(r_snap), int(r_glob)
         self.s_min, self.s_max = s_min, s_max
+        self.weight_exponent = float(weight_exponent)
 
     def positions(self, problem, t: Optional[np.ndarray] = None) -> np.ndarray:
         """Snapshot slider positions [m], uniform over [s_min, s_max] (midpoint if n_snap = 1)."""
@@ -83,6 +89,8 @@ class GlobalPODReductor:
         blocks, freqs = [], []
         for s in pos:  # n_snap eigenproblems (a handful), not a hot path
             omega, Phi = constrained_modes(beam.M, beam.K, cons.matrix(float(s)), self.r_snap)
+            if self.weight_exponent > 0.0:
+                Phi = Phi * (omega[0] / omega)[None, :] ** self.weight_exponent
             blocks.append(Phi)
             freqs.append(omega / (2.0 * np.pi))
         pool = np.hstack(blocks)
@@ -100,7 +108,8 @@ class GlobalPODReductor:
         Psi = U[:, : self.r_glob].copy()
         wall = time.perf_counter() - start
         basis = GlobalBasis(Psi, sig, pos, np.array(freqs), rank, wall,
-                            {"n_snap": self.n_snap, "r_snap": self.r_snap, "r_glob": self.r_glob})
+                            {"n_snap": self.n_snap, "r_snap": self.r_snap, "r_glob": self.r_glob,
+                             "weight_exponent": self.weight_exponent})
         log.info("global POD basis: pool %d columns, rank %d, r_glob %d, retained σ² %.6f, "
                  "σ_rglob/σ_1 %.3e", pool.shape[1], rank, self.r_glob, basis.retained_energy(),
                  sig[self.r_glob - 1] / sig[0])

@@ -73,7 +73,7 @@ def test_r_glob_above_the_pool_rank_is_rejected(problem):
         GlobalPODReductor(3, 4, 13).build(problem, time_grid(1.0, 1e-2))
 
 
-@pytest.mark.parametrize("field,value", [("n_snap", 0), ("r_snap", 2.5), ("r_glob", -1)])
+@pytest.mark.parametrize("field,value", [("n_snap", 0), ("r_snap", 2.5), ("r_glob", -1), ("weight_exponent", -1.0)])
 def test_bad_counts_are_rejected(field, value):
     kw = dict(n_snap=5, r_snap=6, r_glob=20)
     kw[field] = value
