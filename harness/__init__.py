@@ -1,6 +1,11 @@
 """Declarative, config-driven verification harness for computational mechanics."""
 from __future__ import annotations
 
+import os as _os
+
+# MLflow's INFO chatter (database migrations) would drown the verdict lines.
+_os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+
 __all__ = ["run_case"]
 
 
