@@ -402,13 +402,15 @@ def work_precision(table, out_dir) -> Dict[str, Any]:
     wp = df[[c for c in cols if c in df]].sort_values(["problem", "integrator", "rtol"], ascending=[True, True, False])
     atomic_write_text(out_dir / "work_precision.csv", wp.to_csv(index=False))
     metrics: Dict[str, float] = {}
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colour = {name: palette[i % len(palette)] for i, name in enumerate(sorted(set(wp["integrator"])))}
     for prob, g in wp.groupby("problem"):
         fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
         for ax, work in zip(axes, ("nfev", "njev", "nlu", "wall_time")):
             for integ, gi in g.groupby("integrator"):
                 ok = gi[np.isfinite(gi["scd"]) & np.isfinite(gi[work])]
-                if len(ok):
-                    ax.plot(ok[work], ok["scd"], "o-", label=integ)
+                if len(ok):  # a fixed colour per integrator (a panel may lack one that does not report)
+                    ax.plot(ok[work], ok["scd"], "o-", color=colour[integ], label=integ)
             ax.set_xscale("log")
             ax.set_xlabel(work)
             ax.set_ylabel("scd")
