@@ -12,7 +12,6 @@ Exudyn is imported lazily; this module is an optional peer.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Dict

@@ -6,7 +6,7 @@ import pytest
 
 from models.beam.genalpha import ConstrainedLinearDAE, GeneralizedAlpha, ga_parameters
 from models.beam.problem import make_problem
-from models.beam.reduction import GlobalPODReductor, GlobalBasis
+from models.beam.reduction import GlobalPODReductor
 
 BEAM = dict(length=2.0, n_elements=12, youngs_modulus=2.1e11, density=7850.0, area=1e-4,
             second_moment=0.02 * 0.005**3 / 12)

@@ -48,7 +48,6 @@ def test_single_snapshot_basis_reproduces_its_modes(problem):
 
 def test_complete_basis_reproduces_the_full_model(problem):
     # Ψ = orthonormal basis of all clamp-admissible vectors: reduction is exact
-    beam = problem.beam
     Z = sla.null_space(problem.constraint(slider=False).matrix(None))
     basis = GlobalBasis(Z, np.ones(Z.shape[1]), np.array([1.0]), np.zeros((1, 1)), Z.shape[1], 0.0)
     full = problem.simulate(0.5, 1e-3, 0.85)
