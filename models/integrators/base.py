@@ -297,7 +297,9 @@ class _Counted:
         start = time.perf_counter()
         self.stats.nfev += 1
         try:
-            out = np.asarray(self.ode.rhs(t, y), dtype=np.float64).reshape(-1)
+            out = self.ode.rhs(t, y)
+            if type(out) is not np.ndarray or out.dtype != np.float64 or out.ndim != 1:
+                out = np.asarray(out, dtype=np.float64).reshape(-1)
         except IntegratorFailure:
             raise
         except Exception as exc:  # the field itself failed: fatal
@@ -330,7 +332,9 @@ class _Counted:
         start = time.perf_counter()
         self.stats.njev += 1
         try:
-            out = np.asarray(self.ode.jac(t, y), dtype=np.float64)
+            out = self.ode.jac(t, y)
+            if type(out) is not np.ndarray or out.dtype != np.float64:
+                out = np.asarray(out, dtype=np.float64)
         except IntegratorFailure:
             raise
         except Exception as exc:

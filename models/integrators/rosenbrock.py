@@ -80,8 +80,8 @@ class _ROS2Core(Integrator):
         lu, piv, info = getrf(M, overwrite_a=True)
         stats.nlu += 1
         if M.shape[0] <= 64:  # Python floats are cheaper than numpy reductions for small n
-            d = [abs(v) for v in lu.diagonal().tolist()]
-            dmin, dmax = min(d), max(d)
+            d = sorted(map(abs, lu.diagonal().tolist()))
+            dmin, dmax = d[0], d[-1]
         else:
             d = np.abs(lu.diagonal())
             dmin, dmax = float(d.min()), float(d.max())
