@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -286,7 +286,6 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """
     from models.integrators import get
     from models.integrators.base import ResidualProblem
-    from models.integrators.problems import get_problem
 
     params = _params(cfg)
     problems = params.get("problems", ["hires", "rober", "pollu"])
