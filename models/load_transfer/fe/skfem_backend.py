@@ -2,8 +2,8 @@
 
 Axisymmetric: strains (e_rr, e_zz, e_tt = u_r / r, g_rz), every integral weighted by 2 pi r
 (Gauss points never lie on the axis). Plane strain: (e_xx, e_yy, 0, g_xy), unit thickness.
-Mass: the row sum of the consistent mass with the same quadrature (the lumped mass an MPM code
-builds from material points at the Gauss points). Point forces enter through the shape functions
+Mass: "lumped" (default), the row sum of the consistent mass with the same quadrature (the lumped
+mass an MPM code builds from material points at the Gauss points), or "consistent". Point forces enter through the shape functions
 at their points (``probes``).
 """
 from __future__ import annotations
@@ -23,8 +23,11 @@ log = logging.getLogger(__name__)
 class SkfemSolver:
     """The FE model of ``body`` (see module docstring)."""
 
-    def __init__(self, body: ElasticBody, intorder: int = 2):
+    def __init__(self, body: ElasticBody, intorder: int = 2, mass: str = "lumped"):
+        if mass not in ("lumped", "consistent"):
+            raise ValueError(f"mass: must be 'lumped' or 'consistent', got {mass!r}")
         self.body = body
+        self.mass_kind = mass
         xs, ys = body.grid_lines()
         self.mesh = MeshQuad.init_tensor(xs, ys)
         self.basis = Basis(self.mesh, ElementVector(ElementQuad1()), intorder=intorder)
@@ -54,7 +57,8 @@ class SkfemSolver:
             return rho * (u.value[0] * v.value[0] + u.value[1] * v.value[1]) * jac(w.x)
 
         self.K = stiffness.assemble(self.basis).tocsr()
-        self.m_lumped = np.asarray(mass.assemble(self.basis).sum(axis=1)).ravel()
+        self.M = mass.assemble(self.basis).tocsr()
+        self.m_lumped = np.asarray(self.M.sum(axis=1)).ravel()
         nd = self.basis.nodal_dofs  # (2, Nnodes)
         p = self.mesh.p
         tol = 1e-12 * max(body.radius, body.height)
@@ -123,17 +127,20 @@ class SkfemSolver:
             raise ValueError(f"dt: must be a positive finite step in s, got {dt!r}")
         Pt = self.load_matrix(loads.points)
         F = self.nodal_forces(Pt, loads.forces)[:, self.free]  # (Nsteps, nfree)
-        m = self.m_lumped[self.free]
+        if self.mass_kind == "lumped":
+            Mf = sp.diags(self.m_lumped[self.free]).tocsr()
+        else:
+            Mf = self.M[self.free][:, self.free]
         Kf = self.K[self.free][:, self.free]
         c0 = 1.0 / (beta * dt * dt)
-        lu = splu((Kf + sp.diags(c0 * m)).tocsc())
+        lu = splu((Kf + c0 * Mf).tocsc())
         n_steps, nf = F.shape[0], self.free.size
         U = np.zeros((n_steps + 1, nf))
         Vh = np.zeros((n_steps + 1, nf))
         u, v, a = np.zeros(nf), np.zeros(nf), np.zeros(nf)
         c1, c2 = 1.0 / (beta * dt), 1.0 / (2.0 * beta) - 1.0
         for n in range(n_steps):  # one sparse solve per step (implicit Newmark)
-            rhs = F[n] + m * (c0 * u + c1 * v + c2 * a)
+            rhs = F[n] + Mf @ (c0 * u + c1 * v + c2 * a)
             u_new = lu.solve(rhs)
             a_new = c0 * (u_new - u) - c1 * v - c2 * a
             v = v + dt * ((1.0 - gamma) * a + gamma * a_new)

@@ -72,6 +72,7 @@ def project_parameters(body: ElasticBody, spec: MPMSpec) -> Dict[str, Any]:
         "model_import_settings": {"input_type": "use_input_model_part"},
         "material_import_settings": {"materials_filename": ""},
         "axis_symmetric_flag": body.formulation == "axisymmetric",
+        "consistent_mass_matrix": False,  # lumped nodal masses (the FE model uses the same)
         "linear_solver_settings": {"solver_type": spec.linear_solver},
         "problem_domain_sub_model_part_list": [], "processes_sub_model_part_list": [],
     }

@@ -177,7 +177,8 @@ def fe_static(body: ElasticBody, loads: MeridianLoads, spec: MPMSpec, backend: s
 
 
 def fe_dynamic(body: ElasticBody, loads: MeridianLoads, spec: MPMSpec, backend: str = "skfem"):
-    solver = make_fe_solver(body, backend)
+    """The FE Newmark run with lumped mass (as the Kratos run: consistent_mass_matrix = false)."""
+    solver = make_fe_solver(body, backend, mass="lumped")
     res = solver.dynamic(PointLoads(points=loads.points, forces=step_forces(loads, spec)), spec.dt,
                          beta=spec.newmark_beta)
     return solver, res
