@@ -95,9 +95,22 @@ def test_restitution_curve_study(harness_env):
     import json
 
     res = _multirun(["+case=dem/kelvin_voigt_eq22", "+study=dem/restitution_curve",
-                     "case.params.delta_over_w=0.0,0.5,2.0,7.0"], harness_env)
+                     "case.params.delta_over_w=0.0,0.5,7.0"], harness_env)
     assert res.returncode == 0, res.stdout + res.stderr
     sweep = _latest_sweep(harness_env, "dem/kelvin_voigt_eq22")
     study = json.loads((sweep / "study" / "study.json").read_text())
     assert study["verdict"] == "pass" and study["metrics"]["max_e_restitution"] < 5e-3
     assert (sweep / "study" / "restitution_curve.png").stat().st_size > 1000
+
+
+def test_scatter_statistics(tmp_path):
+    from harness.families.dem import scatter
+
+    v = np.array([1000.0, 1200.0, 1100.0])
+    df = pd.DataFrame({"status": "ok", "peak_shear_stress": v, "residual_shear_stress": v / 2,
+                       "peak_ratio": v / 1e3, "residual_ratio": v / 2e3})
+    out = scatter(df, tmp_path)
+    assert out["verdict"] == "pass"
+    assert out["metrics"]["peak_shear_stress_mean"] == pytest.approx(1100.0)
+    assert out["metrics"]["peak_shear_stress_std"] == pytest.approx(100.0)
+    assert out["metrics"]["residual_ratio_cv"] == pytest.approx(100.0 / 1100.0)
