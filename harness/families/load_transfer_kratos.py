@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -116,7 +116,6 @@ def _spec(p: KratosParams, n_steps: int):
 def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: str) -> Dict[str, Any]:
     """Export + Kratos + FE on one (grid, step) level; returns metrics, series and info."""
     from models.load_transfer.export import ExportInputError, MappingError
-    from models.load_transfer.fe.base import make_fe_solver
     from models.load_transfer.kratos import workflow as W
     from models.load_transfer.kratos.analysis import run_mpm
     from models.load_transfer.kratos.loads import LoadsFileError, MappingAbort, read_meridian_loads

@@ -103,3 +103,24 @@ def test_lt_kratos_bad_params(harness_env):
     assert out.status == "invalid" and out.exit_code == 2 and "case.params.solver" in out.message
     out = run_case("load_transfer/kratos_static", overrides=["case.params.body.nu=0.5"], tracking_uri=None)
     assert out.status == "invalid" and "case.params.body.nu" in out.message
+
+
+def test_lt_kratos_abort_through_the_harness(harness_env, monkeypatch):
+    """Loads 5 % above the source: the process aborts at step 1 and the case fails its e_F gate (exit 1)."""
+    import dataclasses
+
+    import models.load_transfer.kratos.loads as L
+
+    base = run_case("load_transfer/kratos_static", tracking_uri=None)  # F_M / F_B of the unscaled loads
+    ratio = 1.0 + base.metrics["e_F"] * np.sign(base.metrics["J_M"] - base.metrics["J_B"])
+    real = L.read_meridian_loads
+
+    def scaled(path, **kw):
+        loads = real(path, **kw)
+        return dataclasses.replace(loads, forces=1.05 * loads.forces)
+
+    monkeypatch.setattr(L, "read_meridian_loads", scaled)
+    out = run_case("load_transfer/kratos_static", tracking_uri=None)
+    assert out.status == "ok" and out.verdict == "fail" and out.exit_code == 1
+    assert out.gates["e_F"] == "fail" and out.metrics["aborted_step"] == 1.0
+    assert out.metrics["e_F"] == pytest.approx(1.05 * ratio - 1.0, rel=1e-9)
