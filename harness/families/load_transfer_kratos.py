@@ -135,8 +135,9 @@ def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: s
             ex = W.export_loads(wl, table, spec, out, mode=p.export_mode, fail_above=p.fail_above)
         except (ExportInputError, ValueError) as exc:
             raise HarnessInputError(f"case.params: export: {exc}") from exc
-        except MappingError:
-            raise
+        except MappingError as exc:  # the export refuses the file (mapping above fail_above): a failed case
+            log.error("%s", exc)
+            return {"aborted": {"e_F": exc.e_F, "e_J": exc.e_J, "export_refused": 1.0}}
     ctx.add_output(wl)
     ctx.add_output(ex.path)
     loads = read_meridian_loads(ex.path)
@@ -186,7 +187,10 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         body = _body(p.body, scale * 2**k)
         lv = _one_level(cfg, ctx, p, body, base_steps * 2**k, f"level{k}")
         if "aborted" in lv:  # the point-load process stopped the run: e_F / e_J fail their gates
-            return CaseResult(metrics=lv["aborted"], info={"aborted_level": k, "params": asdict(p)})
+            from models.load_transfer.kratos.runtime import kratos_info
+
+            return CaseResult(metrics=lv["aborted"], info={"aborted_level": k, "params": asdict(p),
+                                                           "kratos": kratos_info()})
         levels.append(lv)
     fine = levels[-1]
     metrics = dict(fine["metrics"])

@@ -124,3 +124,19 @@ def test_lt_kratos_abort_through_the_harness(harness_env, monkeypatch):
     assert out.status == "ok" and out.verdict == "fail" and out.exit_code == 1
     assert out.gates["e_F"] == "fail" and out.metrics["aborted_step"] == 1.0
     assert out.metrics["e_F"] == pytest.approx(1.05 * ratio - 1.0, rel=1e-9)
+
+
+def test_lt_kratos_export_refuses_coarse_table(harness_env):
+    """2 load points sampling 2 rings of the parabolic profile: F_M = 1.510 p0 R^2 against pi/2 p0 R^2
+    (e_F = 3.9 %): the export refuses the file; the case fails e_F."""
+    out = run_case("load_transfer/kratos_static", overrides=["case.params.body.nr=1", "case.params.source.n_rings=2"],
+                   tracking_uri=None)
+    assert out.status == "ok" and out.verdict == "fail" and out.metrics["export_refused"] == 1.0
+    g = np.array([-1.0, 1.0]) / np.sqrt(3.0)
+    r = 0.5 + 0.5 * g  # Gauss points of [0, R] / R; ring averages 7/8 p0 (inner half), 3/8 p0 (outer half)
+    F_M = np.sum(np.array([7 / 8, 3 / 8]) * 2 * np.pi * r * 0.5)
+    assert out.metrics["e_F"] == pytest.approx(abs(F_M - np.pi / 2) / (np.pi / 2), rel=1e-9)
+    assert out.gates["e_F"] == "fail"
+    info = json.loads((out.run_dir / "manifest.json").read_text())["info"]
+    assert info["kratos"]["kratos_version"].startswith("10.4.")
+    assert not list(out.run_dir.glob("level0/*.kratos-loads.v1.h5"))  # no file left behind
