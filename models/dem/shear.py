@@ -1,7 +1,8 @@
 """Direct shear test of disks (dim=2) in a two-part shear box.
 
 Stages: (1) generation: disks on a jittered lattice (no overlap) inside the box, radii
-uniform in ``R (1 +- dispersity)``; (2) gravity deposition, then a top platen servo-controlled
+uniform in ``R (1 +- dispersity)``; (2) gravity deposition for the free-fall time of the lattice
+height plus ``settle_time``, then a top platen servo-controlled
 to the normal force ``sigma_n L t`` (t = disk thickness 2R, so stresses are per unit
 thickness of the 2-D sample); (3) shear: the lower half (bottom, lower side walls and a lip
 closing the gap under the upper half) moves at ``shear_speed`` while the upper half (upper
@@ -144,7 +145,9 @@ def run_direct_shear(spec: ShearBoxSpec) -> ShearResult:
     # stage 2a: gravity deposition (platen parked above, inactive)
     system = DEMSystem(R, pos, mat, law, dt, walls=walls, gravity=g, dim=2, thickness=t, v_ref=v_scale)
     q, u = system.initial_state()
-    n_settle = int(np.ceil(spec.settle_time / dt))
+    # the top row needs its free-fall time sqrt(2 h / g) to land; settle_time comes on top
+    t_settle = spec.settle_time + (np.sqrt(2.0 * h_lattice / spec.gravity) if spec.gravity > 0 else 0.0)
+    n_settle = int(np.ceil(t_settle / dt))
     s, _ = _run(system, spec.integrator, 0.0, q, u, n_settle, n_settle, lambda s: None)
     x_top = float(np.max(s.x[: system.N, 1] + R))
     platen.p = np.array([0.0, x_top, 0.0])
@@ -204,4 +207,4 @@ def run_direct_shear(spec: ShearBoxSpec) -> ShearResult:
         width=L, thickness=t, peak_shear_stress=float(np.max(tau)),
         residual_shear_stress=float(np.mean(tau[resid_mask])), normal_stress_measured=sigma_meas,
         volumetric_strain=eps_v, inertial_number=float(inertial), n_steps=n_settle + n_cons + n_shear, dt=dt,
-        info={"servo_gain": gain, "height": y_top, "split": y_split, "F_target": F_target, "n_builds": system.nlist.n_builds})
+        info={"settle_time": t_settle, "servo_gain": gain, "height": y_top, "split": y_split, "F_target": F_target, "n_builds": system.nlist.n_builds})
