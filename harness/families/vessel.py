@@ -91,12 +91,25 @@ def _vessel(cfg: DictConfig, **changes: Any):
 
 
 def _integrator(cfg: DictConfig, **changes: Any):
+    """Instantiate the integrator group's choice.
+
+    ``case.params.solver`` holds the case's solver settings (the seed's: rtol 1e-8, atol 1e-10,
+    max_num_steps 10,000); each is applied when the chosen integrator has that option, so
+    any integrator of the group can be chosen (``integrator=scipy_radau``). Override them
+    with ``case.params.solver.rtol=...``.
+    """
     from hydra.utils import instantiate
 
     if cfg.integrator is None or OmegaConf.select(cfg, "integrator._target_") is None:
         raise HarnessInputError("integrator: choose an integrator option (e.g. integrator=cvode_bdf)")
+    solver = OmegaConf.select(cfg, "case.params.solver")
+    solver = OmegaConf.to_container(solver, resolve=True) if isinstance(solver, DictConfig) else (solver or {})
+    if not isinstance(solver, dict):
+        raise HarnessInputError("case.params.solver: must be a mapping of integrator options")
+    kw = {k: v for k, v in solver.items() if k in cfg.integrator}
+    kw.update(changes)
     try:
-        return instantiate(cfg.integrator, **changes)
+        return instantiate(cfg.integrator, **kw)
     except Exception as exc:
         raise HarnessInputError(f"integrator: {exc}") from exc
 

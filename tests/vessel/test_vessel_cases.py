@@ -80,3 +80,10 @@ def test_bench_case_records_ratios(harness_env):
     m = out.metrics
     assert m["main.success"] == 1.0 and m["reference.success"] == 1.0
     assert m["speedup_vs_reference"] == pytest.approx(m["main.realtime_factor"] / m["reference.realtime_factor"])
+
+
+@pytest.mark.parametrize("integrator", ["scipy_radau", "scipy_lsoda"])
+def test_other_integrators_of_the_group_can_be_chosen(harness_env, integrator):
+    out = _run("heave_decay", f"integrator={integrator}")
+    assert out.status == "ok", out.message
+    assert out.verdict == "pass", (out.gates, out.metrics)
