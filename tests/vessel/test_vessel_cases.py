@@ -87,3 +87,19 @@ def test_other_integrators_of_the_group_can_be_chosen(harness_env, integrator):
     out = _run("heave_decay", f"integrator={integrator}")
     assert out.status == "ok", out.message
     assert out.verdict == "pass", (out.gates, out.metrics)
+
+
+@pytest.mark.slow
+def test_lag_form_study_first_order(tmp_path):
+    """The seed's lag form differs from the exact one at first order in dt (backward Euler)."""
+    import json
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "harness", "-m", "+case=vessel/propeller_lag", "+study=vessel/lag_form_order",
+           f"paths.outputs={tmp_path}", "tracking.enabled=false"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads(next(tmp_path.rglob("study.json")).read_text())
+    assert summary["verdict"] == "pass" and summary["n_jobs"] == 4
+    assert summary["metrics"]["observed_order"] == pytest.approx(1.0, abs=0.05)
