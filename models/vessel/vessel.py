@@ -462,21 +462,26 @@ class _InputTrack:
         self.cuts = np.cumsum([0] + widths)
         self._last = -1
         self._zoh: Optional[Inputs] = None
+        self._tg = t_grid.tolist()
 
     def _split(self, row: np.ndarray) -> Inputs:
         c = self.cuts
         return Inputs(*(row[c[j]:c[j + 1]] for j in range(len(_KNOTS))))
 
     def at(self, t: float) -> Inputs:
-        i = int(np.searchsorted(self.t_grid, t, side="left")) - 1
+        tg = self._tg
+        i = int(math.ceil((t - self.t0) / self.dt)) - 1
         i = 0 if i < 0 else (self.n - 1 if i >= self.n else i)
+        if i > 0 and t <= tg[i]:  # rounding at a knot: t_i belongs to the interval ending there
+            i -= 1
+        elif i < self.n - 1 and t > tg[i + 1]:
+            i += 1
         if not self.linear:
             if i != self._last:
                 self._zoh = self._split(self.base[i])
                 self._last = i
             return self._zoh
-        th = (t - self.t_grid[i]) / self.dt
-        return self._split(self.base[i] + th * self.slope[i])
+        return self._split(self.base[i] + ((t - tg[i]) / self.dt) * self.slope[i])
 
 
 _KNOTS = ("rot", "az", "pd", "rud", "wamp", "wph")

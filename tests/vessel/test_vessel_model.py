@@ -174,3 +174,16 @@ def test_bad_simulation_arguments():
         build_vessel(TANKER, forces=["gravity"])
     with pytest.raises(ValueError, match="environment.wind_speed"):
         build_vessel(TANKER, wind_speed=-1.0)
+
+
+def test_input_hold_between_knots():
+    """linear: knot_i + theta (knot_i+1 - knot_i) on (t_i, t_i+1]; zoh: knot_i+1 there."""
+    from models.vessel.vessel import _KNOTS, _InputTrack
+
+    t = np.array([0.0, 0.1, 0.2, 0.3])
+    knots = {k: np.arange(4.0)[:, None] * (j + 1) for j, k in enumerate(_KNOTS)}
+    lin, zoh = _InputTrack(t, knots, "linear"), _InputTrack(t, knots, "zoh")
+    assert lin.at(0.1).rotation[0] == pytest.approx(1.0)  # end of the first interval
+    assert lin.at(0.15).rudder[0] == pytest.approx(1.5 * 4)
+    assert zoh.at(0.1).rotation[0] == 1.0 and zoh.at(0.1 + 1e-12).rotation[0] == 2.0
+    assert zoh.at(0.0).wave_force_phase[0] == 6.0  # t0 belongs to the first interval
