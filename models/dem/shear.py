@@ -5,7 +5,8 @@ uniform in ``R (1 +- dispersity)``; (2) gravity deposition for the free-fall tim
 height plus ``settle_time``, then a top platen servo-controlled
 to the normal force ``sigma_n L t`` (t = disk thickness 2R, so stresses are per unit
 thickness of the 2-D sample); (3) shear: the lower half (bottom, lower side walls and a lip
-closing the gap under the upper half) moves at ``shear_speed`` while the upper half (upper
+closing the gap under the upper half) moves at ``shear_speed`` (reached by a linear ramp over
+the first ``ramp`` fraction of the displacement, no impulsive start) while the upper half (upper
 side walls, platen, a lip over the lower half) stays; the platen keeps the normal force.
 
 Recorded per output step: shear displacement (m), shear force on the upper half (N),
@@ -52,6 +53,8 @@ class ShearBoxSpec:
     settle_time: float = 0.6
     consolidation_time: float = 0.4
     dt_per_contact: float = 25.0
+    ramp: float = 0.05  # fraction of max_displacement over which the shear speed ramps up linearly
+    servo_time: float = 2.0  # servo time constant in contact times (smaller follows dilation closer)
     integrator: str = "velocity_verlet"
     seed: int = 0
     n_output: int = 400
@@ -104,11 +107,13 @@ def _generate(spec: ShearBoxSpec, rng: np.random.Generator):
     return R, pos, L, rows * pitch
 
 
-def _run(system: DEMSystem, stepper_name: str, t0: float, q, u, n_steps: int, every: int, probe):
+def _run(system: DEMSystem, stepper_name: str, t0: float, q, u, n_steps: int, every: int, probe, before=None):
     stepper = make_stepper(stepper_name, system.dt)
     s = stepper.start(t0, q, u, system.accel)
     rec = [probe(s)]
     for k in range(n_steps):
+        if before is not None:
+            before(s.t + system.dt)
         s = stepper.step(s, system.accel)
         if (k + 1) % every == 0:
             rec.append(probe(s))
@@ -128,15 +133,16 @@ def run_direct_shear(spec: ShearBoxSpec) -> ShearResult:
     v_scale = max(np.sqrt(spec.gravity * h_lattice), spec.shear_speed)
     probe_sys = DEMSystem(R, pos, mat, law, 1.0, dim=2, thickness=t, v_ref=v_scale, allow_large_dt=True)
     dt = probe_sys.t_contact / spec.dt_per_contact
-    # servo gain: time constant 1/(k_s G) of 5 contact times against the sample stiffness
+    # servo gain: time constant 1/(k_s G) of servo_time contact times against the sample stiffness
     # k_s ~ (columns / rows) k_c, k_c the Hertz tangent stiffness at the mean column force
     rows = max(1.0, spec.n_particles / spec.columns)
     K = 4.0 / 3.0 * probe_sys.E_pp * np.sqrt(spec.radius / 2.0)
     F_c = (F_target + float(np.sum(probe_sys.mass)) * spec.gravity) / spec.columns
     k_c = 1.5 * K ** (2.0 / 3.0) * F_c ** (1.0 / 3.0)
     k_s = spec.columns / rows * k_c
-    gain = 1.0 / (k_s * 5.0 * probe_sys.t_contact)
-    v_max = max(2.0 * spec.shear_speed, 0.5 * spec.radius / spec.consolidation_time)
+    # ... and at least fast enough to follow a collapse at twice the shear speed when unloaded
+    gain = max(1.0 / (k_s * spec.servo_time * probe_sys.t_contact), 2.0 * spec.shear_speed / F_target)
+    v_max = max(4.0 * spec.shear_speed, 0.5 * spec.radius / spec.consolidation_time)
     platen = Wall((0.0, h_lattice + 2.0 * R.max(), 0.0), (0.0, -1.0, 0.0), name="platen",
                   servo=Servo(F_target, gain, v_max))
     walls = [Wall((0.0, 0.0, 0.0), (0.0, 1.0, 0.0), name="bottom"),
@@ -179,18 +185,24 @@ def run_direct_shear(spec: ShearBoxSpec) -> ShearResult:
                        max_initial_overlap=0.2)
     q, u = system.initial_state()
     u_max = spec.max_displacement * L
-    n_shear = int(np.ceil(u_max / spec.shear_speed / dt))
+    t_ramp = 2.0 * spec.ramp * u_max / spec.shear_speed  # covers spec.ramp * u_max while ramping
+    n_shear = int(np.ceil((u_max / spec.shear_speed + 0.5 * t_ramp) / dt))
     every = max(1, n_shear // spec.n_output)
     i_upper = np.arange(len(lower), len(lower) + len(upper))
     i_lower = np.arange(len(lower))
     i_platen = len(lower) + len(upper) - 1
 
+    def set_speed(t):  # walls move over [t - dt, t] at the speed of the step's end
+        vel = v * min(1.0, t / t_ramp) if t_ramp > 0 else v
+        for wl in lower:
+            wl.v = vel
+
     def probe(st):
         wf = system.wall_force
-        return (st.t * spec.shear_speed, float(wf[i_upper, 0].sum()), -float(wf[i_lower, 0].sum()),
+        return (float(lower[0].p[0]), float(wf[i_upper, 0].sum()), -float(wf[i_lower, 0].sum()),
                 float(-wf[i_platen] @ platen.n), float(platen.p[1]))
 
-    s, rec = _run(system, spec.integrator, 0.0, q, u, n_shear, every, probe)
+    s, rec = _run(system, spec.integrator, 0.0, q, u, n_shear, every, probe, before=set_speed)
     arr = np.array(rec[1:])  # the first probe precedes any force evaluation of the stage
     disp, fs, fs_low, fnorm, hp = (arr[:, k] for k in range(5))
     area = L * t
