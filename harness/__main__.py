@@ -28,22 +28,46 @@ def _say(line: str) -> None:
 
 
 def _task(cfg) -> dict:
-    """The Hydra task function: one job of a run or a multirun."""
+    """The Hydra task function: one job of a run or a multirun. It never raises.
+
+    Hydra skips ``on_multirun_end`` (the study) when a job raises, so every failure comes
+    back as an outcome. In a multirun the parent run id and the tracking URI are read from
+    this job's own config (``hydra.job.env_set``, pinned by the study callback), so a worker
+    on another machine gets them with the job.
+    """
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from harness.runner import run_case_config
-    from harness.studies import read_study_state
+    from harness import progress
+    from harness.runner import Outcome, run_case_config
+    from harness.studies import PARENT_RUN_KEY, read_study_state
 
-    hc = HydraConfig.get()
-    run_dir = Path(hc.runtime.output_dir)
-    parent = None
-    if hc.mode == RunMode.MULTIRUN:
-        state = read_study_state(Path(hc.sweep.dir))
-        parent = state.get("parent_run_id") if state else None
-    outcome = run_case_config(cfg, run_dir, command=[sys.argv[0], *sys.argv[1:]],
-                              overrides=list(hc.overrides.task), parent_run_id=parent)
-    _say(outcome.line())
+    run_dir = Path(".")
+    try:
+        hc = HydraConfig.get()
+        run_dir = Path(hc.runtime.output_dir)
+        parent = None
+        multirun = hc.mode == RunMode.MULTIRUN
+        if multirun:
+            parent = (hc.job.get("env_set") or {}).get(PARENT_RUN_KEY)
+            if parent is None:  # a launcher that ran the callback elsewhere: the sweep's state file
+                state = read_study_state(Path(hc.sweep.dir))
+                parent = state.get("parent_run_id") if state else None
+        outcome = run_case_config(cfg, run_dir, command=[sys.argv[0], *sys.argv[1:]],
+                                  overrides=list(hc.overrides.task), parent_run_id=parent)
+        _say(outcome.line())
+        if multirun:
+            progress.job_done(Path(hc.sweep.dir))
+    except Exception as exc:  # noqa: BLE001 - reported as a crashed job, never raised
+        log.exception("job crashed outside the runner")
+        from omegaconf import OmegaConf
+
+        from harness.runner import STATUS_ERROR
+
+        outcome = Outcome(case=str(OmegaConf.select(cfg, "case.name", default="?")), verdict="fail",
+                          metrics={}, gates={}, run_dir=run_dir, status=STATUS_ERROR,
+                          message=f"{type(exc).__name__}: {exc}".splitlines()[0])
+        _say(outcome.line())
     _State.exit_code = max(_State.exit_code, outcome.exit_code)
     return outcome.as_dict()
 
@@ -92,7 +116,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         else:
             sys.argv = [sys.argv[0], *args]
             _hydra_main()
-            code = _State.exit_code
+            from harness.studies import last_exit_code
+
+            # jobs of a parallel launcher ran in other processes: their codes come from the study
+            code = max(_State.exit_code, last_exit_code())
     except HarnessInputError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         code = EXIT_INPUT

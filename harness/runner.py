@@ -9,6 +9,8 @@ import importlib
 import json
 import logging
 import math
+import os
+import socket
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,11 +163,25 @@ def run_case_config(cfg: DictConfig, run_dir: Path, *, command: Sequence[str] = 
                       gates={k: g.verdict for k, g in gate_results.items()}, run_dir=run_dir,
                       status=status, message=message, key_metrics=key_metrics)
     config_sha = config_hash(resolved) if resolved else ""
+    with ctx.stage("figures"):
+        ctx.outputs.extend(p.resolve() for p in _figures(cfg, run_dir))
     with ctx.stage("records"):
         _write_records(ctx, outcome, result, gate_results, resolved, config_sha, command, overrides)
     _track(cfg, resolved, outcome, result, config_sha, parent_run_id)
     atomic_write_text(run_dir / "outcome.json", json.dumps(outcome.as_dict(), indent=2, default=_json_default))
     return outcome
+
+
+def _figures(cfg: DictConfig, run_dir: Path) -> List[Path]:
+    """Post-run hook: the family's standard figures from the run directory (never raises)."""
+    from harness import figures
+
+    family = str(OmegaConf.select(cfg, "case.family", default="") or "")
+    try:
+        return figures.for_run(family, run_dir)
+    except Exception as exc:  # a figure never fails a run
+        log.warning("figures for %s: %s", run_dir, exc)
+        return []
 
 
 def _write_records(ctx: RunContext, outcome: Outcome, result: CaseResult, gate_results, resolved,
@@ -189,8 +205,17 @@ def _write_records(ctx: RunContext, outcome: Outcome, result: CaseResult, gate_r
     atomic_write_text(run_dir / "manifest.json", json.dumps(manifest, indent=2, default=_json_default))
 
 
+TRACKING_FILE = "tracking.json"
+
+
 def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, config_sha: str,
            parent_run_id: Optional[str]) -> None:
+    """Record the run in MLflow; on failure keep ``tracking.json`` (state ``unsent``) for sync.
+
+    ``tracking.json`` holds what a later upload needs beyond the run directory's records:
+    the store, experiment, run name, tags, parent run id and the run's own uid (tagged on
+    the MLflow run, so ``python -m harness.sync`` never uploads a run twice).
+    """
     tcfg = OmegaConf.select(cfg, "tracking")
     if tcfg is None or not tcfg.enabled:
         return
@@ -202,18 +227,26 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
     tags.update({f"gate.{k}": v for k, v in outcome.gates.items()})
     if outcome.message:
         tags["message"] = outcome.message[:5000]
+    record = {"state": "unsent", "uri": str(tcfg.uri), "artifact_root": tcfg.get("artifact_root"),
+              "experiment": tracking.experiment_name(str(tcfg.experiment_prefix), family),
+              "run_name": outcome.case, "tags": tags, "parent_run_id": parent_run_id,
+              "status": "FINISHED" if outcome.status == STATUS_OK else "FAILED",
+              "run_uid": tracking.new_run_uid(), "run_id": None, "error": None,
+              "worker": {"host": socket.gethostname(), "pid": os.getpid()}}
+    atomic_write_text(outcome.run_dir / TRACKING_FILE, json.dumps(record, indent=2))
     params = tracking.flatten({k: v for k, v in resolved.items() if k not in ("hydra",)})
     try:
         outcome.mlflow_run_id = tracking.record_run(
-            uri=str(tcfg.uri), artifact_root=tcfg.get("artifact_root"),
-            experiment=tracking.experiment_name(str(tcfg.experiment_prefix), family),
-            run_name=outcome.case, params=params,
-            metrics={k: v for k, v in outcome.metrics.items() if not math.isnan(v)} | {
-                f"gate_{k}": {"pass": 0.0, "warn": 1.0, "fail": 2.0}[v] for k, v in outcome.gates.items()},
-            series=result.series, tags=tags, artifacts_dir=outcome.run_dir,
-            status="FINISHED" if outcome.status == STATUS_OK else "FAILED",
-            parent_run_id=parent_run_id, timeout_s=float(tcfg.timeout_s))
+            uri=record["uri"], artifact_root=record["artifact_root"], experiment=record["experiment"],
+            run_name=outcome.case, params=params, metrics=tracking.run_metrics(outcome.metrics, outcome.gates),
+            series=result.series, tags=tags, artifacts_dir=outcome.run_dir, status=record["status"],
+            parent_run_id=parent_run_id, timeout_s=float(tcfg.timeout_s), run_uid=record["run_uid"])
+        record.update(state="sent", run_id=outcome.mlflow_run_id)
     except tracking.TrackingError as exc:
-        outcome.status = STATUS_TRACKING
-        outcome.message = f"{exc}; run directory complete at {outcome.run_dir}"
-        log.error("%s", outcome.message)
+        record["error"] = str(exc)
+        if outcome.status == STATUS_OK:  # an invalid or crashed run keeps its own status
+            outcome.status = STATUS_TRACKING
+        note = f"{exc}; run directory complete at {outcome.run_dir} (upload later: python -m harness.sync)"
+        outcome.message = f"{outcome.message}; {note}" if outcome.message else note
+        log.error("%s", note)
+    atomic_write_text(outcome.run_dir / TRACKING_FILE, json.dumps(record, indent=2))

@@ -13,6 +13,7 @@ import importlib
 import json
 import logging
 import math
+import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -22,11 +23,16 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness import gates as G
 from harness import metrics as M
-from harness import tracking
+from harness import figures, progress, tracking
 from harness.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 STATE_FILE = "study_state.json"
+# statuses of jobs whose metrics were computed (an unsent MLflow record is not a failed job)
+COMPUTED = ("ok", "tracking_error")
+# keys of hydra.job.env_set that carry the tracking target of a sweep into every job config
+PARENT_RUN_KEY = "HARNESS_PARENT_RUN_ID"
+TRACKING_URI_KEY = "HARNESS_TRACKING_URI"
 
 
 def read_study_state(sweep_dir: Path) -> Optional[Dict[str, Any]]:
@@ -40,50 +46,121 @@ def _family(config: DictConfig) -> str:
     return str(OmegaConf.select(config, "case.family", default=None) or "study")
 
 
+def _quote(value: str) -> str:
+    """A Hydra override value: quoted unless it is made of plain path/URI characters."""
+    if re.fullmatch(r"[A-Za-z0-9_./:@+~-]+", value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def count_jobs(config: DictConfig) -> Optional[int]:
+    """Number of jobs the basic sweeper will launch (None when it cannot be told)."""
+    try:
+        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        args = [f"{k}={v}" for k, v in (OmegaConf.select(config, "hydra.sweeper.params") or {}).items()]
+        args += list(config.hydra.overrides.task)
+        parsed = OverridesParser.create().parse_overrides(args)
+        return sum(len(batch) for batch in BasicSweeper.split_arguments(parsed, None))
+    except Exception:  # another sweeper, or a syntax only it knows
+        return None
+
+
+def pin_for_workers(config: DictConfig, pins: Dict[str, str]) -> None:
+    """Append ``key=value`` overrides every job config is composed with.
+
+    Launchers compose each job from ``hydra.overrides.hydra`` of the launching config
+    plus the job's own overrides, and ship the composed config to the worker. Pinning the
+    resolved outputs directory, sweep directory, tracking URI and parent run id there puts
+    them in every job's config explicitly, so a worker on another machine (Ray, Slurm)
+    needs neither the launcher's environment nor its files.
+    """
+    from omegaconf import flag_override
+
+    lines = [f"++{k}={_quote(str(v))}" for k, v in pins.items()]
+    with flag_override(config, ["readonly", "struct"], [False, False]):
+        config.hydra.overrides.hydra.extend(lines)
+
+
 class StudyCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        sweep_dir = Path(config.hydra.sweep.dir)
+        sweep_dir = Path(config.hydra.sweep.dir).resolve()
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        state: Dict[str, Any] = {"sweep_dir": str(sweep_dir), "parent_run_id": None, "tracking_uri": None}
+        state: Dict[str, Any] = {"sweep_dir": str(sweep_dir), "parent_run_id": None, "tracking_uri": None,
+                                 "n_jobs": count_jobs(config), "run_uid": tracking.new_run_uid()}
+        pins: Dict[str, str] = {"hydra.sweep.dir": str(sweep_dir)}
+        if OmegaConf.select(config, "paths.outputs") is not None:
+            pins["paths.outputs"] = str(Path(config.paths.outputs).resolve())
         t = OmegaConf.select(config, "tracking")
         if t is not None and t.enabled:
             uri = str(t.uri)
+            pins["tracking.uri"] = uri
+            pins[f"hydra.job.env_set.{TRACKING_URI_KEY}"] = uri
+            study_name = str(OmegaConf.select(config, "study.name", default=None) or "sweep")
+            case = str(OmegaConf.select(config, "case.name", default="?"))
+            # what a later `python -m harness.sync` needs to create the parent run
+            state["parent"] = {"uri": uri, "artifact_root": t.get("artifact_root"),
+                               "experiment": tracking.experiment_name(str(t.experiment_prefix), _family(config)),
+                               "run_name": f"study:{study_name}:{case}",
+                               "tags": {"study": study_name, "case": case, "sweep_dir": str(sweep_dir),
+                                        "kind": "study"}}
             try:
                 tracking.probe(uri, float(t.timeout_s))
-                exp = tracking.ensure_experiment(uri, tracking.experiment_name(str(t.experiment_prefix),
-                                                                              _family(config)),
-                                                 t.get("artifact_root"))
-                study_name = str(OmegaConf.select(config, "study.name", default=None) or "sweep")
-                case = str(OmegaConf.select(config, "case.name", default="?"))
-                parent = tracking.start_run(uri, exp, f"study:{study_name}:{case}",
-                                            tags={"study": study_name, "case": case,
-                                                  "sweep_dir": str(sweep_dir), "kind": "study"})
+                exp = tracking.ensure_experiment(uri, state["parent"]["experiment"], t.get("artifact_root"))
+                parent = tracking.start_run(uri, exp, state["parent"]["run_name"],
+                                            tags={**state["parent"]["tags"],
+                                                  tracking.RUN_UID_TAG: state["run_uid"]})
                 state.update(parent_run_id=parent, tracking_uri=uri, experiment_id=exp)
+                pins[f"hydra.job.env_set.{PARENT_RUN_KEY}"] = parent
             except tracking.TrackingError as exc:
-                log.error("study: tracking disabled for this sweep: %s", exc)
+                log.error("study: the parent run is not recorded (jobs keep complete run directories; "
+                          "upload later with `python -m harness.sync %s`): %s", sweep_dir, exc)
                 state["tracking_error"] = str(exc)
+        pin_for_workers(config, pins)
         atomic_write_text(sweep_dir / STATE_FILE, json.dumps(state, indent=2))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         state = read_study_state(sweep_dir) or {}
+        progress.sweep_end(sweep_dir)
         summary = aggregate(sweep_dir, OmegaConf.select(config, "study"), _family(config))
+        _LAST["exit_code"] = max(_LAST["exit_code"], summary["exit_code"])
         print(summary_line(summary), flush=True)
         uri, parent = state.get("tracking_uri"), state.get("parent_run_id")
         if uri and parent:
             try:
-                tracking.log_batch(uri, parent, metrics=summary["metrics"],
-                                   tags={"verdict": summary["verdict"], "n_jobs": str(summary["n_jobs"]),
-                                         "n_failed": str(summary["n_failed"])})
-                tracking.log_artifacts(uri, parent, sweep_dir / "study")
-                tracking.end_run(uri, parent, "FAILED" if summary["n_failed"] else "FINISHED")
-            except Exception as exc:  # the study files on disk stay complete
+                finish_parent(uri, parent, summary, sweep_dir)
+                state["parent_complete"] = True
+            except Exception as exc:  # the study files on disk stay complete; sync finishes it later
                 log.error("study: could not record the parent run: %s", exc)
+                state["parent_complete"] = False
+            atomic_write_text(sweep_dir / STATE_FILE, json.dumps(state, indent=2))
+
+
+def finish_parent(uri: str, parent: str, summary: Dict[str, Any], sweep_dir: Path) -> None:
+    """Log the study result (metrics, verdict, counts, study/ files) on the parent run and end it."""
+    tracking.log_batch(uri, parent, metrics=summary["metrics"],
+                       tags={"verdict": summary["verdict"], "n_jobs": str(summary["n_jobs"]),
+                             "n_failed": str(summary["n_failed"]), "n_unsent": str(summary.get("n_unsent", 0))})
+    tracking.log_artifacts(uri, parent, Path(sweep_dir) / "study")
+    tracking.end_run(uri, parent, "FAILED" if summary["n_failed"] else "FINISHED")
+
+
+_LAST = {"exit_code": 0}
+
+
+def last_exit_code() -> int:
+    """The worst exit code of the sweeps aggregated in this process (jobs and study verdict)."""
+    return _LAST["exit_code"]
 
 
 def summary_line(summary: Dict[str, Any]) -> str:
     shown = "  ".join(f"{k}={v:.4g}" for k, v in summary["metrics"].items() if k.startswith(("observed_order", "gci")))
-    return f"study {summary['name']}  {summary['verdict'].upper()}  jobs={summary['n_jobs']} failed={summary['n_failed']}  {shown}"
+    line = f"study {summary['name']}  {summary['verdict'].upper()}  jobs={summary['n_jobs']} failed={summary['n_failed']}  {shown}"
+    if summary.get("n_unsent"):
+        line += f"  unsent={summary['n_unsent']} (python -m harness.sync {summary.get('sweep_dir', '')})"
+    return line.rstrip()
 
 
 def collect_jobs(sweep_dir: Path) -> List[Dict[str, Any]]:
@@ -101,9 +178,11 @@ def collect_jobs(sweep_dir: Path) -> List[Dict[str, Any]]:
         if outcome_file.is_file():
             out = json.loads(outcome_file.read_text())
             row.update(case=out["case"], status=out["status"], verdict=out["verdict"],
-                       mlflow_run_id=out.get("mlflow_run_id") or "", metrics=out["metrics"])
+                       mlflow_run_id=out.get("mlflow_run_id") or "", metrics=out["metrics"],
+                       exit_code=int(out.get("exit_code", G.EXIT_FAIL)))
         else:
-            row.update(case="?", status="error", verdict="fail", mlflow_run_id="", metrics={})
+            row.update(case="?", status="error", verdict="fail", mlflow_run_id="", metrics={},
+                       exit_code=G.EXIT_FAIL)
         cfg_file = job_dir / "config.yaml"
         row["config"] = yaml.safe_load(cfg_file.read_text()) if cfg_file.is_file() else {}
         rows.append(row)
@@ -142,7 +221,7 @@ def build_table(rows: List[Dict[str, Any]], parameter: Optional[str]):
 
 def convergence(df, study: DictConfig, out_dir: Path) -> Dict[str, Any]:
     """Observed order between each pair of levels, GCI for three or more, a log-log plot, a gate."""
-    ok = df[(df["status"] == "ok") & np.isfinite(df["parameter"]) & np.isfinite(df[study.metric])]
+    ok = df[df["status"].isin(COMPUTED) & np.isfinite(df["parameter"]) & np.isfinite(df[study.metric])]
     h = ok["parameter"].to_numpy(float)
     if study.spacing == "inverse":
         h = 1.0 / h
@@ -207,7 +286,8 @@ def aggregate(sweep_dir: Path, study: Optional[DictConfig], family: str) -> Dict
     rows = collect_jobs(sweep_dir)
     parameter = str(study.parameter) if study is not None and study.get("parameter") else None
     df = build_table(rows, parameter)
-    n_failed = int((df["status"] != "ok").sum()) if len(df) else 0
+    n_failed = int((~df["status"].isin(COMPUTED)).sum()) if len(df) else 0
+    n_unsent = int((df["status"] == "tracking_error").sum()) if len(df) else 0
     result: Dict[str, Any] = {"metrics": {}, "verdict": G.PASS}
     if study is not None and len(df):
         kind = str(study.kind)
@@ -226,8 +306,11 @@ def aggregate(sweep_dir: Path, study: Optional[DictConfig], family: str) -> Dict
     verdict = G.worst([result["verdict"], *job_verdicts])
     if n_failed:
         verdict = G.FAIL
-    summary = {"name": str(study.name) if study is not None else "sweep", "n_jobs": int(len(df)),
-               "n_failed": n_failed, "verdict": verdict,
+    figures.for_study(df, study, out_dir)
+    exit_code = max([G.exit_code(verdict), *(r["exit_code"] for r in rows)])
+    summary = {"name": str(study.name) if study is not None else "sweep", "sweep_dir": str(sweep_dir),
+               "n_jobs": int(len(df)),
+               "n_failed": n_failed, "n_unsent": n_unsent, "verdict": verdict, "exit_code": exit_code,
                "metrics": {k: float(v) for k, v in result["metrics"].items()},
                "jobs": df.to_dict(orient="records")}
     with open(out_dir / ".table.csv.tmp", "w") as fh:

@@ -24,6 +24,17 @@ MAX_PARAM_VALUE = 6000
 
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+# the CLI prints one verdict line per case: no "View run at" lines from MLflow on stdout
+os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+
+
+RUN_UID_TAG = "harness.run_uid"  # a run directory's own id: makes uploads idempotent
+
+
+def new_run_uid() -> str:
+    import uuid
+
+    return uuid.uuid4().hex
 
 
 class TrackingError(RuntimeError):
@@ -160,7 +171,7 @@ def record_run(*, uri: str, artifact_root: Optional[str], experiment: str, run_n
                params: Mapping[str, str], metrics: Mapping[str, float],
                series: Mapping[str, Sequence[float]], tags: Mapping[str, str],
                artifacts_dir: Path, status: str, parent_run_id: Optional[str] = None,
-               timeout_s: float = 5.0) -> str:
+               timeout_s: float = 5.0, run_uid: Optional[str] = None) -> str:
     """Create one MLflow run holding everything of a case run; returns its run id.
 
     Raises TrackingError with a one-line reason when the store is unreachable.
@@ -170,7 +181,8 @@ def record_run(*, uri: str, artifact_root: Optional[str], experiment: str, run_n
     probe(uri, timeout_s)
     try:
         exp_id = ensure_experiment(uri, experiment, artifact_root)
-        run_id = start_run(uri, exp_id, run_name, parent_run_id)
+        run_id = start_run(uri, exp_id, run_name, parent_run_id,
+                           tags={RUN_UID_TAG: run_uid} if run_uid else None)
         log_batch(uri, run_id, params=params, metrics=metrics, series=series, tags=tags)
         log_artifacts(uri, run_id, artifacts_dir)
         end_run(uri, run_id, status)
@@ -178,3 +190,20 @@ def record_run(*, uri: str, artifact_root: Optional[str], experiment: str, run_n
     except (MlflowException, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TrackingError(f"tracking store {uri}: {first}") from exc
+
+
+def find_run_by_uid(uri: str, experiment_id: str, run_uid: str):
+    """The live (not deleted) run tagged with ``run_uid`` in an experiment, or None."""
+    runs = client(uri).search_runs([experiment_id], filter_string=f"tags.`{RUN_UID_TAG}` = '{run_uid}'",
+                                   max_results=10)
+    return runs[0] if runs else None
+
+
+GATE_CODE = {"pass": 0.0, "warn": 1.0, "fail": 2.0}
+
+
+def run_metrics(metrics: Mapping[str, float], gates: Mapping[str, str]) -> Dict[str, float]:
+    """The MLflow metrics of a case run: finite-or-inf metrics plus ``gate_<name>`` codes (0/1/2)."""
+    out = {k: float(v) for k, v in metrics.items() if not math.isnan(float(v))}
+    out.update({f"gate_{k}": GATE_CODE[v] for k, v in gates.items()})
+    return out
