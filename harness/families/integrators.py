@@ -85,6 +85,7 @@ class CVODEConf:
     max_step: float = 0.0  # s, 0 = unbounded
     first_step: float = 0.0  # s, 0 = CVODE's estimate
     max_order: int = 5
+    output_mode: str = "stop"  # stop (exact outputs, counted steps) | interpolate (CV_NORMAL)
     jacobian: str = "auto"
     fd_options: Optional[Dict[str, Any]] = None
 
