@@ -425,6 +425,9 @@ def _run_shear(cfg, ctx, p: ShearParams) -> CaseResult:
     area = r.width * r.thickness
     metrics = {
         "normal_stress": p.normal_stress, "normal_stress_measured": r.normal_stress_measured,
+        "shear_plane_normal_stress": r.shear_plane_normal_stress,
+        "peak_friction": r.peak_shear_stress / r.shear_plane_normal_stress,
+        "residual_friction": r.residual_shear_stress / r.shear_plane_normal_stress,
         "peak_shear_stress": r.peak_shear_stress, "residual_shear_stress": r.residual_shear_stress,
         "peak_ratio": r.peak_shear_stress / p.normal_stress, "residual_ratio": r.residual_shear_stress / p.normal_stress,
         "inertial_number": r.inertial_number, "quasi_static": float(r.inertial_number < 1e-3),
@@ -549,8 +552,9 @@ def fit_mohr_coulomb(sigma, tau) -> Dict[str, float]:
 def envelope(table, out_dir) -> dict:
     """Mohr-Coulomb envelopes (peak, residual) over the normal-stress levels of a sweep.
 
-    Uses the measured normal stress of each job; writes ``envelope.png``; verdict fail if a
-    fit is not finite or fewer than two jobs succeeded.
+    The abscissa is the normal stress on the shear plane of each job (platen force plus the weight
+    of the upper half; ``normal_stress_measured`` when absent); writes ``envelope.png``; verdict
+    fail if a fit is not finite or fewer than two jobs succeeded.
     """
     import matplotlib
 
@@ -559,10 +563,11 @@ def envelope(table, out_dir) -> dict:
 
     out_dir = Path(out_dir)
     ok = table[table["status"] == "ok"]
-    need = {"normal_stress_measured", "peak_shear_stress", "residual_shear_stress"}
+    sig_col = "shear_plane_normal_stress" if "shear_plane_normal_stress" in ok.columns else "normal_stress_measured"
+    need = {sig_col, "peak_shear_stress", "residual_shear_stress"}
     if not need.issubset(ok.columns) or len(ok) < 2:
         return {"metrics": {"n_levels": float(len(ok))}, "verdict": "fail"}
-    s = ok["normal_stress_measured"].to_numpy(float)
+    s = ok[sig_col].to_numpy(float)
     peak = fit_mohr_coulomb(s, ok["peak_shear_stress"].to_numpy(float))
     res = fit_mohr_coulomb(s, ok["residual_shear_stress"].to_numpy(float))
     metrics = {"n_levels": float(len(ok)), **{f"peak_{k}": v for k, v in peak.items()},
@@ -574,7 +579,7 @@ def envelope(table, out_dir) -> dict:
         if np.isfinite(fit["phi_deg"]):
             ax.plot(xs, fit["cohesion"] + xs * math.tan(math.radians(fit["phi_deg"])), "-", color=col,
                     label=f"{name}: phi={fit['phi_deg']:.1f} deg, c={fit['cohesion']:.3g} Pa")
-    ax.set_xlabel("normal stress (Pa)")
+    ax.set_xlabel("normal stress on the shear plane (Pa)" if sig_col.startswith("shear") else "normal stress (Pa)")
     ax.set_ylabel("shear stress (Pa)")
     ax.set_title("Mohr-Coulomb envelopes")
     ax.grid(alpha=0.3)

@@ -11,7 +11,10 @@ side walls, platen, a lip over the lower half) stays; the platen keeps the norma
 
 Recorded per output step: shear displacement (m), shear force on the upper half (N),
 normal force on the platen (N), platen height (m). Results: peak and residual shear
-stress (Pa), volumetric strain of the sample, and the inertial number
+stress (Pa); the normal stress on the platen (servo check, mean over the residual window) and
+on the shear plane (platen force plus the weight of the disks above the split, mean over the
+shear stage: with gravity the upper half's weight is part of the normal load); volumetric
+strain of the sample, and the inertial number
 ``I = gamma_dot d sqrt(rho / sigma_n)`` with ``gamma_dot = v / H`` (quasi-static if I < 1e-3).
 """
 from __future__ import annotations
@@ -86,6 +89,7 @@ class ShearResult:
     peak_shear_stress: float
     residual_shear_stress: float
     normal_stress_measured: float
+    shear_plane_normal_stress: float
     volumetric_strain: np.ndarray
     inertial_number: float
     n_steps: int
@@ -197,14 +201,17 @@ def run_direct_shear(spec: ShearBoxSpec) -> ShearResult:
         for wl in lower:
             wl.v = vel
 
+    weight = system.mass * spec.gravity
+
     def probe(st):
         wf = system.wall_force
+        w_up = float(np.sum(weight[st.x[: system.N, 1] > y_split]))  # weight carried by the shear plane
         return (float(lower[0].p[0]), float(wf[i_upper, 0].sum()), -float(wf[i_lower, 0].sum()),
-                float(-wf[i_platen] @ platen.n), float(platen.p[1]))
+                float(-wf[i_platen] @ platen.n), float(platen.p[1]), w_up)
 
     s, rec = _run(system, spec.integrator, 0.0, q, u, n_shear, every, probe, before=set_speed)
     arr = np.array(rec[1:])  # the first probe precedes any force evaluation of the stage
-    disp, fs, fs_low, fnorm, hp = (arr[:, k] for k in range(5))
+    disp, fs, fs_low, fnorm, hp, w_up = (arr[:, k] for k in range(6))
     area = L * t
     w = max(1, min(spec.smooth, fs.size))
     tau = np.convolve(fs, np.ones(w) / w, mode="same") / area
@@ -212,11 +219,13 @@ def run_direct_shear(spec: ShearBoxSpec) -> ShearResult:
     h0 = y_top
     eps_v = (hp - h0) / h0  # area strain of the 2-D sample (width constant), dilation > 0
     sigma_meas = float(np.mean(fnorm[resid_mask])) / area
+    sigma_plane = float(np.mean(fnorm + w_up)) / area
     d_mean = 2.0 * float(np.mean(R))
     inertial = spec.shear_speed / y_top * d_mean * np.sqrt(spec.density / spec.normal_stress)
     return ShearResult(
         displacement=disp, shear_force=fs, shear_force_lower=fs_low, normal_force=fnorm, platen_height=hp,
         width=L, thickness=t, peak_shear_stress=float(np.max(tau)),
         residual_shear_stress=float(np.mean(tau[resid_mask])), normal_stress_measured=sigma_meas,
+        shear_plane_normal_stress=sigma_plane,
         volumetric_strain=eps_v, inertial_number=float(inertial), n_steps=n_settle + n_cons + n_shear, dt=dt,
         info={"settle_time": t_settle, "servo_gain": gain, "height": y_top, "split": y_split, "F_target": F_target, "n_builds": system.nlist.n_builds})

@@ -79,10 +79,12 @@ def test_envelope_study(harness_env):
     table = pd.read_csv(sweep / "study" / "table.csv")
     assert study["n_jobs"] == 3 and study["verdict"] == "pass"
     # the parent-run fit is the least-squares line through the job table
-    ref = fit_mohr_coulomb(table["normal_stress_measured"], table["peak_shear_stress"])
+    sig = table["shear_plane_normal_stress"]
+    ref = fit_mohr_coulomb(sig, table["peak_shear_stress"])
     assert study["metrics"]["peak_phi_deg"] == pytest.approx(ref["phi_deg"], rel=1e-12)
     assert study["metrics"]["residual_cohesion"] == pytest.approx(
-        fit_mohr_coulomb(table["normal_stress_measured"], table["residual_shear_stress"])["cohesion"], rel=1e-9)
+        fit_mohr_coulomb(sig, table["residual_shear_stress"])["cohesion"], rel=1e-9)
+    assert (sig > table["normal_stress_measured"]).all()  # the upper half's weight adds to the platen
     assert (sweep / "study" / "envelope.png").stat().st_size > 1000
     assert (table["peak_shear_stress"] >= table["residual_shear_stress"]).all()
     assert (table["residual_shear_stress"] > 0).all() and (table["inertial_number"] > 0).all()
