@@ -132,6 +132,8 @@ class ShearParams:
     settle_time: float = 0.6
     consolidation_time: float = 0.4
     dt_per_contact: float = 25.0
+    ramp: float = 0.05
+    servo_time: float = 2.0
     seed: int = 0
 
 
@@ -419,6 +421,7 @@ def _run_shear(cfg, ctx, p: ShearParams) -> CaseResult:
                        normal_stress=p.normal_stress, shear_speed=v, max_displacement=p.max_displacement,
                        residual_window=p.residual_window, settle_time=p.settle_time,
                        consolidation_time=p.consolidation_time, dt_per_contact=p.dt_per_contact,
+                       ramp=p.ramp, servo_time=p.servo_time,
                        integrator=_stepper_name(cfg), seed=p.seed)
     with ctx.stage("simulate"):
         r = _dem_errors(run_direct_shear, spec)
