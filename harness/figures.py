@@ -150,7 +150,8 @@ def vessel(run_dir: Path) -> List[Path]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
         ax.set_title(f"trajectory ({p.stem})")
-        out.append(save(fig, run_dir / f"fig_trajectory_{p.stem}.png"))
+        name = "fig_trajectory.png" if p.stem == "trajectory" else f"fig_trajectory_{p.stem}.png"
+        out.append(save(fig, run_dir / name))
     return out
 
 

@@ -91,7 +91,7 @@ def _sweep_counts(sweep_dir: Path):
     return done, total, started
 
 
-def job_done(sweep_dir: Path) -> None:
+def job_done(sweep_dir: Path, suffix: str = "") -> None:
     """After a job of a sweep: redraw the sweep bar (jobs done / jobs launched)."""
     if not enabled():
         return
@@ -99,10 +99,11 @@ def job_done(sweep_dir: Path) -> None:
     done, total, started = _sweep_counts(sweep_dir)
     elapsed = time.time() - started if started else 0.0
     # one full line per finished job: jobs of parallel workers print their verdicts in between
-    sys.stderr.write(render(done, total, f"sweep {sweep_dir.name}", elapsed) + "\n")
+    sys.stderr.write(render(done, total, f"sweep {sweep_dir.name}{suffix}", elapsed) + "\n")
     sys.stderr.flush()
 
 
 def sweep_end(sweep_dir: Path) -> None:
-    """Before the study summary: the final count of the sweep."""
-    job_done(sweep_dir)
+    """Before the study summary, in the launching process: the final count of the sweep
+    (the only bar line of a sweep whose jobs ran on other machines)."""
+    job_done(sweep_dir, "  (all jobs returned)")

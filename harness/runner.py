@@ -210,7 +210,7 @@ TRACKING_FILE = "tracking.json"
 
 def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, config_sha: str,
            parent_run_id: Optional[str]) -> None:
-    """Record the run in MLflow; on failure keep ``tracking.json`` (state ``unsent``) for sync.
+    """Record the run in MLflow, then write ``tracking.json`` (state ``sent`` or ``unsent``).
 
     ``tracking.json`` holds what a later upload needs beyond the run directory's records:
     the store, experiment, run name, tags, parent run id and the run's own uid (tagged on
@@ -233,7 +233,6 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
               "status": "FINISHED" if outcome.status == STATUS_OK else "FAILED",
               "run_uid": tracking.new_run_uid(), "run_id": None, "error": None,
               "worker": {"host": socket.gethostname(), "pid": os.getpid()}}
-    atomic_write_text(outcome.run_dir / TRACKING_FILE, json.dumps(record, indent=2))
     params = tracking.flatten({k: v for k, v in resolved.items() if k not in ("hydra",)})
     try:
         outcome.mlflow_run_id = tracking.record_run(

@@ -306,7 +306,10 @@ def aggregate(sweep_dir: Path, study: Optional[DictConfig], family: str) -> Dict
     verdict = G.worst([result["verdict"], *job_verdicts])
     if n_failed:
         verdict = G.FAIL
-    figures.for_study(df, study, out_dir)
+    try:
+        figures.for_study(df, study, out_dir)
+    except Exception as exc:  # a figure never fails a study
+        log.warning("study figure: %s", exc)
     exit_code = max([G.exit_code(verdict), *(r["exit_code"] for r in rows)])
     summary = {"name": str(study.name) if study is not None else "sweep", "sweep_dir": str(sweep_dir),
                "n_jobs": int(len(df)),

@@ -89,3 +89,16 @@ def test_report_of_a_run_directory_is_self_contained(tmp_path):
     assert "http" not in text.replace("http-equiv", "")  # nothing fetched from anywhere
     with pytest.raises(FileNotFoundError):
         report.build(tmp_path / "nothing")
+
+
+def test_vessel_trajectory_and_work_precision_figures(tmp_path):
+    t = np.linspace(0.0, 10.0, 50)
+    q = np.stack([2.0 * t, np.sin(t), np.zeros_like(t)], axis=1)
+    (tmp_path / "trajectory.json").write_text(json.dumps({"t": t.tolist(), "q": q.tolist()}))
+    (tmp_path / "metrics.json").write_text(json.dumps({"metrics": {}}))  # records are not trajectories
+    assert figures.for_run("vessel", tmp_path) == [tmp_path / "fig_trajectory.png"]
+    rows = [{"problem": "hires", "variant": v, "rtol": r, "wall": w, "scd": s}
+            for v in ("ros2", "radau") for r, w, s in ((1e-3, 0.01, 3.0), (1e-6, 0.1, 6.0))]
+    (tmp_path / "bench.json").write_text(json.dumps(rows))
+    assert figures.for_run("integrators", tmp_path) == [tmp_path / "fig_work_precision.png"]
+    assert (tmp_path / "fig_work_precision.png").read_bytes()[:8] == PNG
