@@ -104,6 +104,12 @@ def run_suite(overrides: Sequence[str]) -> int:
     return code
 
 
+def _close_parents(reason: str) -> None:
+    """A sweep that stopped before its study leaves no parent run RUNNING."""
+    if "harness.studies" in sys.modules:
+        sys.modules["harness.studies"].close_open_parents(reason.splitlines()[0] if reason else "aborted")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -121,9 +127,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             # jobs of a parallel launcher ran in other processes: their codes come from the study
             code = max(_State.exit_code, last_exit_code())
     except HarnessInputError as exc:
+        _close_parents(str(exc))
         print(f"harness: error: {exc}", file=sys.stderr)
         code = EXIT_INPUT
     except Exception as exc:
+        _close_parents(f"{type(exc).__name__}: {exc}")
         if not is_config_error(exc):
             raise
         print(f"harness: error: {describe_config_error(exc)}", file=sys.stderr)

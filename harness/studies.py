@@ -113,6 +113,7 @@ class StudyCallback(Callback):
                                                   tracking.RUN_UID_TAG: state["run_uid"]})
                 state.update(parent_run_id=parent, tracking_uri=uri, experiment_id=exp)
                 pins[f"hydra.job.env_set.{PARENT_RUN_KEY}"] = parent
+                _OPEN_PARENTS[parent] = uri
             except tracking.TrackingError as exc:
                 log.error("study: the parent run is not recorded (jobs keep complete run directories; "
                           "upload later with `python -m harness.sync %s`): %s", sweep_dir, exc)
@@ -129,6 +130,7 @@ class StudyCallback(Callback):
         print(summary_line(summary), flush=True)
         uri, parent = state.get("tracking_uri"), state.get("parent_run_id")
         if uri and parent:
+            _OPEN_PARENTS.pop(parent, None)
             try:
                 finish_parent(uri, parent, summary, sweep_dir)
                 state["parent_complete"] = True
@@ -148,6 +150,19 @@ def finish_parent(uri: str, parent: str, summary: Dict[str, Any], sweep_dir: Pat
 
 
 _LAST = {"exit_code": 0}
+_OPEN_PARENTS: Dict[str, str] = {}  # parent run id -> tracking URI, of sweeps not yet aggregated
+
+
+def close_open_parents(reason: str) -> None:
+    """End as FAILED the parent runs of sweeps that stopped before their study (e.g. a job's
+    config did not compose); the reason goes to tag ``error``."""
+    for parent, uri in list(_OPEN_PARENTS.items()):
+        try:
+            tracking.log_batch(uri, parent, tags={"error": reason[:5000], "verdict": G.FAIL})
+            tracking.end_run(uri, parent, "FAILED")
+        except Exception as exc:  # noqa: BLE001 - best effort on the way out
+            log.error("study: could not close the parent run %s: %s", parent, exc)
+        _OPEN_PARENTS.pop(parent, None)
 
 
 def last_exit_code() -> int:

@@ -110,3 +110,26 @@ def test_ray_head_on_loopback_runs_the_sweep_with_an_explicit_tracking_target(tm
         import shutil
 
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_slurm_launcher_config_extends_the_submitit_plugin(tmp_path, sc):
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install hydra-submitit-launcher")
+    res = sc.harness(["hydra/launcher=slurm", *sc.SMALL, "hydra.launcher.partition=debug", "--cfg", "hydra",
+                      "-p", "hydra.launcher"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    import yaml
+
+    launcher = yaml.safe_load(res.stdout)
+    assert launcher["_target_"] == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+    assert launcher["partition"] == "debug" and launcher["timeout_min"] == 60 and launcher["mem_gb"] == 4
+    assert launcher["submitit_folder"] == "${hydra.sweep.dir}/.submitit/%j"
+
+
+def test_a_sweep_stopped_by_a_bad_job_config_leaves_no_running_parent(tmp_path, sc):
+    out = tmp_path / "outputs"
+    res = sc.harness(["-m", *sc.SMALL, "source.n_rings=4,abc"], out)
+    assert res.returncode == 2 and "source.n_rings" in res.stderr, res.stdout + res.stderr
+    client = MlflowClient(f"sqlite:///{out}/mlflow.db")
+    exp = client.get_experiment_by_name("harness/load_transfer")
+    (parent,) = client.search_runs([exp.experiment_id], filter_string="tags.kind = 'study'")
+    assert parent.info.status == "FAILED" and "source.n_rings=abc" in parent.data.tags["error"]
