@@ -219,11 +219,12 @@ def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
 
 
-def for_study(table, study, out_dir: Path) -> List[Path]:
+def for_study(table, study, out_dir: Path, gated: Sequence[str] = ()) -> List[Path]:
     """Metrics of a study against its parameter, log-log, with the fitted slope of each.
 
-    Draws the study's own metric and every gated metric that is positive in at least
-    two jobs; ``study_metrics.png`` in ``out_dir``. No parameter, no figure.
+    Draws the study's own metric and the jobs' gated metrics (``gated``) that are positive
+    and not constant over at least two jobs; ``study_metrics.png`` in ``out_dir``. No
+    parameter, no figure.
     """
     if study is None or "parameter" not in table or len(table) < 2:
         return []
@@ -232,7 +233,7 @@ def for_study(table, study, out_dir: Path) -> List[Path]:
     skip = {"job", "case", "status", "verdict", "mlflow_run_id", "parameter"}
     wanted = [str(study.metric)] if study.get("metric") and str(study.metric) in computed else []
     for name in computed.columns:
-        if name in skip or name in wanted or name.startswith("gate_"):
+        if name in skip or name in wanted or name not in gated:
             continue
         y = computed[name].to_numpy(float)
         if np.sum(np.isfinite(y) & (y > 0)) >= 2 and np.ptp(y[np.isfinite(y)]) > 0:

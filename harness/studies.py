@@ -198,6 +198,9 @@ def collect_jobs(sweep_dir: Path) -> List[Dict[str, Any]]:
         else:
             row.update(case="?", status="error", verdict="fail", mlflow_run_id="", metrics={},
                        exit_code=G.EXIT_FAIL)
+        metrics_file = job_dir / "metrics.json"
+        if metrics_file.is_file():
+            row["gated"] = list((json.loads(metrics_file.read_text()).get("gates") or {}))
         cfg_file = job_dir / "config.yaml"
         row["config"] = yaml.safe_load(cfg_file.read_text()) if cfg_file.is_file() else {}
         rows.append(row)
@@ -322,7 +325,7 @@ def aggregate(sweep_dir: Path, study: Optional[DictConfig], family: str) -> Dict
     if n_failed:
         verdict = G.FAIL
     try:
-        figures.for_study(df, study, out_dir)
+        figures.for_study(df, study, out_dir, gated=sorted({g for r in rows for g in r.get("gated", ())}))
     except Exception as exc:  # a figure never fails a study
         log.warning("study figure: %s", exc)
     exit_code = max([G.exit_code(verdict), *(r["exit_code"] for r in rows)])

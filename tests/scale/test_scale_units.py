@@ -54,7 +54,7 @@ def test_study_figure_and_no_figure_without_parameter(tmp_path):
     table = pd.DataFrame({"job": [0, 1, 2], "case": "c", "status": "ok", "verdict": "pass", "mlflow_run_id": "",
                           "parameter": n, "e_F": 2.0 / n ** 2})
     study = OmegaConf.create({"name": "s", "metric": "e_F", "parameter": "source.n_rings"})
-    assert figures.for_study(table, study, tmp_path) == [tmp_path / "study_metrics.png"]
+    assert figures.for_study(table, study, tmp_path, gated=["e_F"]) == [tmp_path / "study_metrics.png"]
     assert (tmp_path / "study_metrics.png").read_bytes()[:8] == PNG
     assert figures.for_study(table.drop(columns="parameter"), study, tmp_path / "x") == []
 
