@@ -145,6 +145,9 @@ def sync_run(run_dir: Path, uri: Optional[str], report: SyncReport, parent: Opti
             out["message"] = None
             out["exit_code"] = {"pass": 0, "warn": 0}.get(out.get("verdict"), 1)
         _write(outcome_file, out)
+        if run is None:  # the uploaded copy now says what the directory says
+            tracking.client(store).log_artifact(run_id, str(outcome_file))
+            tracking.client(store).log_artifact(run_id, str(record_file))
 
 
 def find_run_dirs(paths: Sequence[Path]) -> tuple:

@@ -63,6 +63,8 @@ def test_unreachable_server_keeps_run_directories_and_sync_uploads_them_once(mlf
         assert {k: child.data.metrics[k] for k in metrics} == metrics
         assert child.data.params["source.n_rings"] == str([4, 8, 12][job])
         assert json.loads((d / "outcome.json").read_text())["status"] == "ok"
+        uploaded = client.download_artifacts(record["run_id"], "outcome.json", str(tmp_path))
+        assert json.loads(open(uploaded).read())["mlflow_run_id"] == record["run_id"]
 
     again = sc.harness(["--uri", mlflow_server, str(out)], out, module="harness.sync")
     assert "sync: sent=0 parents=0 already_recorded=3 failed=0" in again.stdout
