@@ -81,8 +81,12 @@ def test_ray_head_on_loopback_runs_the_sweep_with_an_explicit_tracking_target(tm
     port = sc.free_port()
     head_cwd = tmp_path / "head"
     head_cwd.mkdir()
+    import secrets
+
+    # token authentication with a token made for this test: independent of ~/.ray/auth_token
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_OUTPUTS", "RAY_ADDRESS")}
-    env.update(RAY_USAGE_STATS_ENABLED="0")
+    env.update(RAY_USAGE_STATS_ENABLED="0", **auth)
     temp = Path("/tmp") / f"rayh{port}"  # short: Ray's unix socket paths are length-limited
     log = tmp_path / "head.log"
     with open(log, "w") as fh:
@@ -94,7 +98,7 @@ def test_ray_head_on_loopback_runs_the_sweep_with_an_explicit_tracking_target(tm
     try:
         out = tmp_path / "outputs"
         res = sc.harness(["-m", "hydra/launcher=ray_cluster", f"hydra.launcher.ray.init.address=127.0.0.1:{port}",
-                       *sc.SMALL, "source.n_rings=4,8,12,16"], out)
+                       *sc.SMALL, "source.n_rings=4,8,12,16"], out, env=auth)
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:] + log.read_text()[-2000:]
         assert "study sweep  PASS  jobs=4 failed=0" in res.stdout
         sweep = sc.latest_sweep(out)
