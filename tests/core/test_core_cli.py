@@ -23,9 +23,9 @@ def test_help_lists_cases_and_every_group(tmp_path):
     out = res.stdout
     assert "case/load_transfer:" in out and "uniform_pressure" in out and "partial_surface" in out
     for group in ("gate: analytic, production", "tolerance: analytic, production", "tracking:",
-                  "operator:", "source:", "integrator:", "study/load_transfer: mesh_refinement"):
+                  "operator:", "source:", "integrator:", "study/load_transfer:"):
         assert group in out, group
-    assert "Exit codes" in out
+    assert "mesh_refinement" in out and "Exit codes" in out
 
 
 def test_console_script_is_the_same_as_python_m(tmp_path):
