@@ -230,7 +230,12 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     if params.exterior_check:
         metrics["exterior_load"] = _exterior_load(op, history.radial_edges[-1], f)
     ctx.write_json("forces.json", {"t_edges": edges, "F_M": F_M, "F_B": F_B})
+    ring_ref = op.ring_areas if op.covers_disk else op.covered_areas
+    ring_err = (np.asarray(op.matrix.sum(axis=0)).ravel() - ring_ref) / op.ring_areas
+    ctx.write_json("ring_forces.json", {"radial_edges": history.radial_edges, "column_sums": op.matrix.sum(axis=0),
+                                        "reference_areas": ring_ref, "relative_error": ring_err})
     _plot(ctx, edges, F_M, F_B)
+    _plot_rings(ctx, history.radial_edges, ring_err)
     info = {"n_rings": int(len(history.radial_edges) - 1), "n_steps": int(len(edges) - 1),
             "surface_sha256": op_surface(op).sha256(), "covers_disk": bool(op.covers_disk)}
     return CaseResult(metrics=metrics, series={"F_M": F_M.tolist(), "F_B": F_B.tolist()}, info=info)
@@ -275,6 +280,24 @@ def _plot(ctx: RunContext, edges, F_M, F_B) -> None:
     ax2.set_ylabel("(F_M - F_B) / max|F_B|")
     ax2.set_xlabel("t [s]")
     ctx.save_figure("force.png", fig)
+    plt.close(fig)
+
+
+def _plot_rings(ctx: RunContext, radial_edges, ring_err) -> None:
+    """Per-ring conservation: (Σ_a M_ai − A_i) / A_i against the ring centre."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rc = 0.5 * (radial_edges[:-1] + radial_edges[1:])
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.bar(rc, ring_err, width=np.diff(radial_edges) * 0.9)
+    ax.axhline(0.0, color="k", lw=0.5)
+    ax.set_xlabel("ring centre r [m]")
+    ax.set_ylabel("(Σ_a M_ai − A_i) / A_i")
+    ax.set_title("per-ring conservation")
+    ctx.save_figure("ring_error.png", fig)
     plt.close(fig)
 
 
