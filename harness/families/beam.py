@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import numpy as np
-from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from harness import gates as G
 from harness import metrics as Mx
 from harness.configs import store_schema
+from harness.params import build, case_params
 from harness.context import CaseResult, HarnessInputError, RunContext
 
 log = logging.getLogger(__name__)
@@ -122,14 +122,7 @@ class ExudynParams:
     figures: bool = True
 
 
-def _params(cfg: DictConfig, schema) -> Any:
-    raw = OmegaConf.select(cfg, "case.params")
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(schema), raw if raw is not None else {})
-    except Exception as exc:
-        key = getattr(exc, "full_key", None) or "?"
-        raise HarnessInputError(f"case.params.{key}: {str(exc).splitlines()[0]}") from exc
-    return OmegaConf.to_object(merged)
+_params = case_params
 
 
 def _positive(name: str, value: float) -> None:
@@ -137,16 +130,7 @@ def _positive(name: str, value: float) -> None:
         raise HarnessInputError(f"{name}: must be a finite number > 0, got {value!r}")
 
 
-def _build(node: Optional[DictConfig], what: str, **kwargs: Any) -> Any:
-    if node is None:
-        raise HarnessInputError(f"{what}: missing (select an option of the {what} group)")
-    try:
-        return instantiate(node, **kwargs)
-    except Exception as exc:
-        cause = exc.__cause__ or exc
-        if isinstance(cause, (ValueError, TypeError)):
-            raise HarnessInputError(f"{what}: {str(cause).splitlines()[0]}") from exc
-        raise
+_build = build
 
 
 def _guard(what: str):

@@ -34,6 +34,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness import metrics as M
 from harness.configs import store_schema
+from harness.params import build
 from harness.context import CaseResult, HarnessInputError, RunContext
 
 log = logging.getLogger(__name__)
@@ -141,7 +142,6 @@ def _problem(params: Dict[str, Any]):
 
 def _integrator(node: DictConfig, tp, params: Dict[str, Any], **extra: Any):
     """Instantiate the integrator; adaptive tolerances from case.params.rtol when given."""
-    from hydra.utils import instantiate
 
     if node is None or OmegaConf.select(node, "_target_") is None:
         raise HarnessInputError("integrator: choose an integrator option (e.g. integrator=ros2_adaptive)")
@@ -157,13 +157,7 @@ def _integrator(node: DictConfig, tp, params: Dict[str, Any], **extra: Any):
         if not ratio > 0:
             raise HarnessInputError("case.params.atol_ratio: must be > 0")
         kw.update(rtol=rtol, atol=ratio * rtol)
-    try:
-        return instantiate(node, **kw)
-    except Exception as exc:
-        cause = exc.__cause__ or exc
-        if isinstance(cause, (ValueError, TypeError)):
-            raise HarnessInputError(f"integrator: {str(cause).splitlines()[0]}") from exc
-        raise
+    return build(node, "integrator", **kw)
 
 
 def _solve(integ, tp, ctx: Optional[RunContext] = None):

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 import numpy as np
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from harness import metrics as M
 from harness.configs import store_schema
 from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.params import build, case_params
 
 log = logging.getLogger(__name__)
 
@@ -98,25 +98,8 @@ store_schema("operator_conservative", ConservativeOperatorConf)
 store_schema("integrator_step_grid", StepGridConf)
 
 
-def _params(cfg: DictConfig, schema) -> Any:
-    raw = OmegaConf.select(cfg, "case.params")
-    base = OmegaConf.structured(schema)
-    try:
-        merged = OmegaConf.merge(base, raw if raw is not None else {})
-    except Exception as exc:
-        key = getattr(exc, "full_key", None) or "?"
-        raise HarnessInputError(f"case.params.{key}: {str(exc).splitlines()[0]}") from exc
-    return OmegaConf.to_object(merged)
-
-
-def _build(node: DictConfig, what: str, **kwargs: Any) -> Any:
-    try:
-        return instantiate(node, **kwargs)
-    except Exception as exc:
-        cause = exc.__cause__ or exc
-        if isinstance(cause, (ValueError, TypeError)):
-            raise HarnessInputError(f"{what}: {str(cause).splitlines()[0]}") from exc
-        raise
+_params = case_params
+_build = build
 
 
 def _pulse_amplitude(source_cfg: DictConfig):

@@ -18,6 +18,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from harness import metrics as M
 from harness.configs import store_schema
+from harness.params import case_params
 from harness.context import CaseResult, HarnessInputError, RunContext
 
 log = logging.getLogger(__name__)
@@ -87,13 +88,7 @@ class ExportBenchParams:
 
 
 def _params(cfg: DictConfig, schema) -> Any:
-    raw = OmegaConf.select(cfg, "case.params")
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(schema), raw if raw is not None else {})
-    except Exception as exc:  # omegaconf ValidationError / ConfigKeyError
-        key = getattr(exc, "full_key", None) or "?"
-        raise HarnessInputError(f"case.params.{key}: {str(exc).splitlines()[0]}") from exc
-    p = OmegaConf.to_object(merged)
+    p = case_params(cfg, schema)
     for name in ("table_n_radial", "table_n_theta", "n_steps"):
         if hasattr(p, name) and getattr(p, name) < 1:
             raise HarnessInputError(f"case.params.{name}: must be >= 1, got {getattr(p, name)}")
