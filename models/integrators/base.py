@@ -24,7 +24,7 @@ import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -281,6 +281,23 @@ class Integrator:
         Raise :class:`IntegratorFailure` on a fatal failure (output so far is kept).
         """
         raise NotImplementedError
+
+
+def per_state(value: float, by_name: Optional[Mapping[str, float]], names: Optional[Sequence[str]], n: int,
+              key: str) -> np.ndarray:
+    """A tolerance per state: ``value`` everywhere, replaced by name from ``by_name``.
+
+    Raises ValueError naming ``key`` and the state for a name the problem does not have.
+    """
+    out = np.full(n, float(value))
+    by_name = by_name or {}
+    if by_name and names is None:
+        raise ValueError(f"{key}: the problem has no state names")
+    for name, val in by_name.items():
+        if name not in names:
+            raise ValueError(f"{key}: unknown state {name!r}; states: {', '.join(names)}")
+        out[list(names).index(name)] = float(val)
+    return out
 
 
 class _Counted:

@@ -32,7 +32,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 from scipy.linalg import get_lapack_funcs
 
-from models.integrators.base import IntegratorFailure, Integrator, Stats, _Counted
+from models.integrators.base import per_state, IntegratorFailure, Integrator, Stats, _Counted
 from models.integrators.registry import register
 
 log = logging.getLogger(__name__)
@@ -188,16 +188,8 @@ class ROS2Adaptive(_ROS2Core):
     def _tolerances(self, prob: _Counted) -> tuple:
         o = self.options
         n = prob.n
-        rtol = np.full(n, float(o["rtol"]))
-        atol = np.full(n, float(o["atol"]))
-        for key, arr in (("rtol_by_name", rtol), ("atol_by_name", atol)):
-            by_name = o[key] or {}
-            if by_name and prob.names is None:
-                raise ValueError(f"{key}: the problem has no state names")
-            for name, val in by_name.items():
-                if name not in prob.names:
-                    raise ValueError(f"{key}: unknown state {name!r}; states: {', '.join(prob.names)}")
-                arr[prob.names.index(name)] = float(val)
+        rtol = per_state(o["rtol"], o["rtol_by_name"], prob.names, n, "rtol_by_name")
+        atol = per_state(o["atol"], o["atol_by_name"], prob.names, n, "atol_by_name")
         if np.any(rtol < 0) or np.any(atol < 0) or np.any(rtol + atol <= 0):
             raise ValueError("rtol/atol: must be >= 0 with rtol + atol > 0 for every state")
         for key in ("safety", "fac_min", "fac_max"):

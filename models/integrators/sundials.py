@@ -18,7 +18,7 @@ from typing import Any, Dict
 
 import numpy as np
 
-from models.integrators.base import IntegratorFailure, Integrator, _Counted
+from models.integrators.base import per_state, IntegratorFailure, Integrator, _Counted
 from models.integrators.registry import register
 
 log = logging.getLogger(__name__)
@@ -43,11 +43,7 @@ class CVODEBDF(Integrator):
         from sksundae.cvode import CVODE
 
         o = self.options
-        atol = np.full(prob.n, float(o["atol"]))
-        for name, val in (o["atol_by_name"] or {}).items():
-            if prob.names is None or name not in prob.names:
-                raise ValueError(f"atol_by_name: unknown state {name!r}")
-            atol[prob.names.index(name)] = float(val)
+        atol = per_state(o["atol"], o["atol_by_name"], prob.names, prob.n, "atol_by_name")
         failure: list = []
 
         def rhsfn(t, y, yp):
