@@ -70,6 +70,7 @@ class ROS2AdaptiveConf:
     fac_min: float = 0.2
     fac_max: float = 5.0
     time_derivative: str = "auto"
+    kernel: str = "auto"  # auto: compiled stages for <= 32 states (numba) | lapack
     jacobian: str = "auto"
     fd_options: Optional[Dict[str, Any]] = None
 

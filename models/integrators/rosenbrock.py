@@ -21,7 +21,9 @@ is only right for autonomous fields and exists to show the order loss).
   growth right after a rejection; a rejected attempt retries from the accepted (t, y)
   (J, f and f_t at that point are reused, only M is refactorised); ``h_min``, ``h_max``,
   ``max_steps`` (attempts). A failure of the field, Jacobian, LU or protocol is fatal and
-  is never rescued by shrinking h.
+  is never rescued by shrinking h. ``kernel``: ``auto`` runs the stages of systems with at
+  most 32 states as two numba-compiled calls (``_ros2_small``: LU with partial pivoting and
+  the solves; the same method), ``lapack`` always uses LAPACK getrf/getrs and numpy.
 """
 from __future__ import annotations
 
@@ -183,7 +185,36 @@ class ROS2Adaptive(_ROS2Core):
         "fac_min": 0.2,
         "fac_max": 5.0,
         "time_derivative": "auto",
+        "kernel": "auto",
     }
+
+    def _small_kernel(self, n: int):
+        """The compiled stage module for small systems, or None (LAPACK path)."""
+        kernel = self.options["kernel"]
+        if kernel not in ("auto", "lapack"):
+            raise ValueError(f"kernel: must be auto|lapack, got {kernel!r}")
+        if kernel == "lapack":
+            return None
+        try:
+            from models.integrators import _ros2_small
+        except ImportError:  # numba missing: LAPACK path
+            return None
+        return _ros2_small if n <= _ros2_small.SMALL_N else None
+
+    @staticmethod
+    def _attempt_small(small, prob: _Counted, stats: Stats, t: float, y: Array, ay: Array, h: float, f0: Array,
+                       J: Array, ft: Optional[Array], rtol: Array, atol: Array, LU: Array, piv: Array,
+                       zeros: Array) -> tuple:
+        """One attempt with the compiled stages: (y_new, 2 err, |y_new|, Σ scaled err²)."""
+        has_c = ft is not None
+        c = (GAMMA * h * h) * ft if has_c else zeros
+        u1, dmin, dmax = small.stage1(J, GAMMA * h, h, f0, c, has_c, LU, piv)
+        stats.nlu += 1
+        if not dmin > _SING * max(dmax, 1.0):
+            raise IntegratorFailure(f"LU of I - gamma h J singular at t={t:.6g}, h={h:.3g} (min pivot {dmin:.3g})",
+                                    "lu", t)
+        f1 = prob.rhs(t + h, y + u1)
+        return small.stage2(LU, piv, h, f1, u1, c, has_c, y, ay, rtol, atol)
 
     def _tolerances(self, prob: _Counted) -> tuple:
         o = self.options
@@ -227,9 +258,11 @@ class ROS2Adaptive(_ROS2Core):
         getrf, getrs = self._lapack(prob.n)
         eye = np.eye(prob.n)
         inv_n = 1.0 / prob.n
+        small = self._small_kernel(prob.n)
+        LU, piv, zeros = np.empty((prob.n, prob.n)), np.empty(prob.n, dtype=np.int64), np.zeros(prob.n)
         t0, t1 = prob.t_span
         tiny = 1e-12 * (t1 - t0)
-        t, y = t0, prob.y0.copy()
+        t, y = t0, np.ascontiguousarray(prob.y0, dtype=np.float64).copy()
         ay = np.abs(y)
         h = None if o["h0"] is None else float(o["h0"])
         rejected_last = False
@@ -251,10 +284,15 @@ class ROS2Adaptive(_ROS2Core):
                     if h_step < h_min and not clipped:
                         raise IntegratorFailure(f"step size {h_step:.3g} below h_min={h_min:.3g} at t={t:.6g}", "step_size", t)
                     stats.n_steps += 1
-                    y_new, s2 = self._attempt(prob, stats, t, y, h_step, f0, J, ft, eye, getrf, getrs)
-                    ay_new = np.abs(y_new)
-                    e = s2 / (atol + rtol * np.maximum(ay, ay_new))
-                    err_norm = 0.5 * math.sqrt(float(e @ e) * inv_n)  # s2 = 2 err
+                    if small is not None:
+                        y_new, s2, ay_new, acc = self._attempt_small(small, prob, stats, t, y, ay, h_step, f0, J,
+                                                                     ft, rtol, atol, LU, piv, zeros)
+                    else:
+                        y_new, s2 = self._attempt(prob, stats, t, y, h_step, f0, J, ft, eye, getrf, getrs)
+                        ay_new = np.abs(y_new)
+                        e = s2 / (atol + rtol * np.maximum(ay, ay_new))
+                        acc = float(e @ e)
+                    err_norm = 0.5 * math.sqrt(acc * inv_n)  # s2 = 2 err
                     if not math.isfinite(err_norm):
                         raise IntegratorFailure(f"non-finite error estimate at t={t:.6g}", "protocol", t)
                     fac = fac_max if err_norm == 0.0 else min(fac_max, max(fac_min, safety / math.sqrt(err_norm)))

@@ -80,19 +80,29 @@ def test_int_adaptive_rejects_retries_and_meets_tolerance():
     np.testing.assert_array_equal(sol.t, tp.t_eval)
 
 
-def test_int_adaptive_no_growth_right_after_rejection(monkeypatch):
+@pytest.mark.parametrize("kernel", ["lapack", "auto"])
+def test_int_adaptive_no_growth_right_after_rejection(monkeypatch, kernel):
     from models.integrators import rosenbrock
 
     hs = []
-    orig = rosenbrock._ROS2Core._attempt
+    if kernel == "lapack":
+        orig = rosenbrock._ROS2Core._attempt
 
-    def spy(self, prob, stats, t, y, h, *a):
-        hs.append((stats.n_rejected, h))
-        return orig(self, prob, stats, t, y, h, *a)
+        def spy(self, prob, stats, t, y, h, *a):
+            hs.append((stats.n_rejected, h))
+            return orig(self, prob, stats, t, y, h, *a)
 
-    monkeypatch.setattr(rosenbrock._ROS2Core, "_attempt", spy)
+        monkeypatch.setattr(rosenbrock._ROS2Core, "_attempt", spy)
+    else:
+        orig = rosenbrock.ROS2Adaptive._attempt_small
+
+        def spy(small, prob, stats, t, y, ay, h, *a):
+            hs.append((stats.n_rejected, h))
+            return orig(small, prob, stats, t, y, ay, h, *a)
+
+        monkeypatch.setattr(rosenbrock.ROS2Adaptive, "_attempt_small", staticmethod(spy))
     tp = get_problem("vdpol")
-    sol = get("ros2_adaptive")(rtol=1e-3, atol=1e-3).solve(tp.problem, tp.t_eval)
+    sol = get("ros2_adaptive")(rtol=1e-3, atol=1e-3, kernel=kernel).solve(tp.problem, tp.t_eval)
     assert sol.stats.n_rejected > 0
     # hs[i][0] = rejections before attempt i. Attempt i-1 rejected and attempt i (the retry)
     # accepted: attempt i+1 must not use a larger step than the accepted retry.
@@ -102,6 +112,30 @@ def test_int_adaptive_no_growth_right_after_rejection(monkeypatch):
             assert hs[i + 1][1] <= hs[i][1] * (1 + 1e-12)
             seen += 1
     assert seen > 0
+    assert len(hs) == sol.stats.n_steps
+
+
+@pytest.mark.parametrize("name", ["hires", "pollu", "rober", "orego"])
+def test_int_compiled_small_kernel_matches_lapack(name):
+    """The compiled stages (n <= 32) are the same method: same steps, results to round-off."""
+    tp = get_problem(name)
+    a = get("ros2_adaptive")(rtol=1e-4, atol=1e-8, kernel="lapack").solve(tp.problem, tp.t_eval)
+    b = get("ros2_adaptive")(rtol=1e-4, atol=1e-8, kernel="auto").solve(tp.problem, tp.t_eval)
+    assert a.success and b.success
+    assert (a.stats.n_steps, a.stats.n_rejected, a.stats.nlu) == (b.stats.n_steps, b.stats.n_rejected, b.stats.nlu)
+    # round-off differences only: a thousandth of the tolerance the solve was asked for
+    scale = 1e-8 + 1e-4 * np.abs(a.y)
+    assert np.max(np.abs(b.y - a.y) / scale) < 1e-3
+
+
+def test_int_compiled_kernel_reports_a_singular_matrix():
+    J = np.zeros((2, 2))
+    from models.integrators import _ros2_small
+
+    LU, piv = np.empty((2, 2)), np.empty(2, dtype=np.int64)
+    gh = 1.0  # M = I - J*gh with J = I  -> M = 0: singular
+    _, dmin, _ = _ros2_small.stage1(np.eye(2), gh, 1.0, np.ones(2), np.zeros(2), False, LU, piv)
+    assert dmin == 0.0
 
 
 def test_int_per_state_tolerances_by_name():
