@@ -423,8 +423,15 @@ def _run_shear(cfg, ctx, p: ShearParams) -> CaseResult:
                        consolidation_time=p.consolidation_time, dt_per_contact=p.dt_per_contact,
                        ramp=p.ramp, servo_time=p.servo_time,
                        integrator=_stepper_name(cfg), seed=p.seed)
-    with ctx.stage("simulate"):
-        r = _dem_errors(run_direct_shear, spec)
+    from harness.progress import bar
+
+    with ctx.stage("simulate"), bar(None, f"direct shear {n} particles (steps)") as b:
+
+        def progress(done: int, total: int) -> None:
+            b.total = total
+            b.update(done)
+
+        r = _dem_errors(run_direct_shear, spec, progress=progress)
     area = r.width * r.thickness
     metrics = {
         "normal_stress": p.normal_stress, "normal_stress_measured": r.normal_stress_measured,

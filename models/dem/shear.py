@@ -111,21 +111,30 @@ def _generate(spec: ShearBoxSpec, rng: np.random.Generator):
     return R, pos, L, rows * pitch
 
 
-def _run(system: DEMSystem, stepper_name: str, t0: float, q, u, n_steps: int, every: int, probe, before=None):
+def _run(system: DEMSystem, stepper_name: str, t0: float, q, u, n_steps: int, every: int, probe, before=None,
+         progress=None, offset: int = 0, total: int = 0):
+    """Advance n_steps; ``progress(done, total)`` (optional) is told every 1 % of the stage."""
     stepper = make_stepper(stepper_name, system.dt)
     s = stepper.start(t0, q, u, system.accel)
     rec = [probe(s)]
+    tell = max(1, n_steps // 100)
     for k in range(n_steps):
         if before is not None:
             before(s.t + system.dt)
         s = stepper.step(s, system.accel)
         if (k + 1) % every == 0:
             rec.append(probe(s))
+        if progress is not None and ((k + 1) % tell == 0 or k + 1 == n_steps):
+            progress(offset + k + 1, total)
     return s, rec
 
 
-def run_direct_shear(spec: ShearBoxSpec) -> ShearResult:
-    """Generate, deposit, consolidate and shear one sample (see the module docstring)."""
+def run_direct_shear(spec: ShearBoxSpec, progress=None) -> ShearResult:
+    """Generate, deposit, consolidate and shear one sample (see the module docstring).
+
+    progress: optional ``callable(done_steps, total_steps)`` told as the three stages advance
+    (the total is known once the deposition, consolidation and shear step counts are).
+    """
     rng = np.random.default_rng(spec.seed)
     mat = Material(spec.E, spec.nu, spec.density)
     law = ContactLaw("hertz_mindlin", restitution=spec.restitution, tangential="mindlin", friction=spec.friction)
@@ -158,7 +167,8 @@ def run_direct_shear(spec: ShearBoxSpec) -> ShearResult:
     # the top row needs its free-fall time sqrt(2 h / g) to land; settle_time comes on top
     t_settle = spec.settle_time + (np.sqrt(2.0 * h_lattice / spec.gravity) if spec.gravity > 0 else 0.0)
     n_settle = int(np.ceil(t_settle / dt))
-    s, _ = _run(system, spec.integrator, 0.0, q, u, n_settle, n_settle, lambda s: None)
+    s, _ = _run(system, spec.integrator, 0.0, q, u, n_settle, n_settle, lambda s: None, progress=progress,
+                total=n_settle)
     x_top = float(np.max(s.x[: system.N, 1] + R))
     platen.p = np.array([0.0, x_top, 0.0])
     # stage 2b: servo consolidation to sigma_n
@@ -167,7 +177,8 @@ def run_direct_shear(spec: ShearBoxSpec) -> ShearResult:
                        max_initial_overlap=0.2)
     q, u = system.initial_state()
     n_cons = int(np.ceil(spec.consolidation_time / dt))
-    s, _ = _run(system, spec.integrator, 0.0, q, u, n_cons, n_cons, lambda s: None)
+    s, _ = _run(system, spec.integrator, 0.0, q, u, n_cons, n_cons, lambda s: None, progress=progress,
+                offset=n_settle, total=n_settle + n_cons)
     x = s.x[: system.N]
     y_top = float(platen.p[1])
     y_split = 0.5 * y_top
@@ -209,7 +220,8 @@ def run_direct_shear(spec: ShearBoxSpec) -> ShearResult:
         return (float(lower[0].p[0]), float(wf[i_upper, 0].sum()), -float(wf[i_lower, 0].sum()),
                 float(-wf[i_platen] @ platen.n), float(platen.p[1]), w_up)
 
-    s, rec = _run(system, spec.integrator, 0.0, q, u, n_shear, every, probe, before=set_speed)
+    s, rec = _run(system, spec.integrator, 0.0, q, u, n_shear, every, probe, before=set_speed, progress=progress,
+                  offset=n_settle + n_cons, total=n_settle + n_cons + n_shear)
     arr = np.array(rec[1:])  # the first probe precedes any force evaluation of the stage
     disp, fs, fs_low, fnorm, hp, w_up = (arr[:, k] for k in range(6))
     area = L * t
