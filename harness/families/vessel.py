@@ -237,6 +237,7 @@ def check_circle(cfg, params, ctx) -> CaseResult:
     vessel = _vessel(cfg, forces=[])
     with ctx.stage("simulate"):
         res = _simulate(vessel, _integrator(cfg), sim)
+        _result_json(ctx, "trajectory.json", res)  # the trajectory figure and the report read it
     x, y, psi = circle(res.t, U, r)
     R = U / r
     radius = np.hypot(res.q[:, 0], res.q[:, 1] - R)
@@ -257,6 +258,7 @@ def check_spinning(cfg, params, ctx) -> CaseResult:
         raise HarnessInputError("source.data_overrides: spinning check needs equal surge and sway mass (m + A11 = m + A22)")
     with ctx.stage("simulate"):
         res = _simulate(vessel, _integrator(cfg), sim)
+        _result_json(ctx, "trajectory.json", res)  # the trajectory figure and the report read it
     k = res.kinematics
     nu0, q0 = np.asarray(sim["nu0"], float), np.asarray(sim.get("q0") or [0.0] * 6, float)
     c, s = math.cos(q0[5]), math.sin(q0[5])
@@ -281,6 +283,7 @@ def check_surge_linear(cfg, params, ctx) -> CaseResult:
     tau = vessel.data.total_mass[0, 0] / vessel.data.linear_damping[0, 0]
     with ctx.stage("simulate"):
         res = _simulate(vessel, _integrator(cfg), sim)
+        _result_json(ctx, "trajectory.json", res)  # the trajectory figure and the report read it
     u0 = float(sim["nu0"][0])
     u, x = surge_linear(res.t, u0, tau)
     slope = np.polyfit(res.t, np.log(res.nu[:, 0]), 1)[0]
@@ -301,6 +304,7 @@ def check_surge_quadratic(cfg, params, ctx) -> CaseResult:
         raise HarnessInputError("source: quadratic_damping[0] must be > 0 for the quadratic surge decay check")
     with ctx.stage("simulate"):
         res = _simulate(vessel, _integrator(cfg), sim)
+        _result_json(ctx, "trajectory.json", res)  # the trajectory figure and the report read it
     u0 = float(sim["nu0"][0])
     u, x = surge_quadratic(res.t, u0, k)
     metrics = {"u_error": _rel_max(res.nu[:, 0] - u, u0), "x_error": _rel_max(res.q[:, 0] - x, x[-1]),
@@ -333,6 +337,7 @@ def check_heave_decay(cfg, params, ctx) -> CaseResult:
     z0 = float(sim["q0"][2])
     with ctx.stage("simulate"):
         res = _simulate(vessel, _integrator(cfg), sim)
+        _result_json(ctx, "trajectory.json", res)  # the trajectory figure and the report read it
     ref = damped_oscillator(res.t, z0, ref_m, ref_c, ref_k)
     ups, pk_t, pk_z = _crossings(res.t, res.q[:, 2])
     if len(ups) < 2 or len(pk_t) < 2:
@@ -364,6 +369,7 @@ def check_rudder_ramp(cfg, params, ctx) -> CaseResult:
     rud = vessel.data.rudders[0]
     with ctx.stage("simulate"):
         res = _simulate(vessel, _integrator(cfg), sim)
+        _result_json(ctx, "trajectory.json", res)  # the trajectory figure and the report read it
     x0 = float((sim.get("rudder0") or [0.0])[0])
     ref = rate_limited(res.t, x0, points, rud.rate_limit, rud.max_angle)
     delta = res.rudder[:, 0]
@@ -437,6 +443,7 @@ def check_ema_step(cfg, params, ctx) -> CaseResult:
     vessel = _vessel(cfg, forces=[])
     with ctx.stage("simulate"):
         res = _simulate(vessel, _integrator(cfg), sim)
+        _result_json(ctx, "trajectory.json", res)  # the trajectory figure and the report read it
     q0 = np.asarray(sim["q0"], float)
     a0 = np.asarray(sim.get("q_avg0") or [0.0] * 6, float)
     ref = np.column_stack([ema_step(res.t - res.t[0], q0[i], a0[i], vessel.ema_tau) for i in range(6)])
