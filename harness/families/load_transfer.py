@@ -122,28 +122,21 @@ def _exact_knot_impulse(t_knots: np.ndarray, F_knots: np.ndarray, t_a: float, t_
         return 0.0
     inside = (t_knots > ta) & (t_knots < tb)
     tt = np.concatenate([[ta], t_knots[inside], [tb]])
-    ff = np.concatenate([[_interp_right(t_knots, F_knots, ta)], F_knots[inside], [_interp_left(t_knots, F_knots, tb)]])
+    ff = np.concatenate([[_limit(t_knots, F_knots, ta, "right")], F_knots[inside], [_limit(t_knots, F_knots, tb, "left")]])
     return float(np.trapezoid(ff, tt))
 
 
-def _interp_right(t, f, x):  # value just after x (right limit at a jump)
-    i = int(np.searchsorted(t, x, side="right"))
+def _limit(t, f, x, side: str) -> float:
+    """One-sided limit at x of the piecewise-linear (t, f): side "right" is the value just
+    after x, "left" just before (they differ at a jump, a repeated knot). The bracketing
+    interval found by searchsorted on that side always has positive length."""
+    i = int(np.searchsorted(t, x, side=side))
     if i <= 0:
         return float(f[0])
     if i >= len(t):
         return float(f[-1])
     t0, t1 = t[i - 1], t[i]
-    return float(f[i - 1] + (f[i] - f[i - 1]) * (x - t0) / (t1 - t0)) if t1 > t0 else float(f[i])
-
-
-def _interp_left(t, f, x):  # value just before x (left limit at a jump)
-    i = int(np.searchsorted(t, x, side="left"))
-    if i <= 0:
-        return float(f[0])
-    if i >= len(t):
-        return float(f[-1])
-    t0, t1 = t[i - 1], t[i]
-    return float(f[i - 1] + (f[i] - f[i - 1]) * (x - t0) / (t1 - t0)) if t1 > t0 else float(f[i - 1])
+    return float(f[i - 1] + (f[i] - f[i - 1]) * (x - t0) / (t1 - t0))
 
 
 def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
