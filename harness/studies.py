@@ -170,6 +170,24 @@ def last_exit_code() -> int:
     return _LAST["exit_code"]
 
 
+def study_function(kind: str, family: str):
+    """The aggregation function of a custom study kind.
+
+    ``"module:function"`` names it anywhere; a bare name is looked up in
+    ``harness.families.<family>`` (the case's family).
+    """
+    module_name, sep, name = kind.partition(":")
+    if not sep:
+        module_name, name = f"harness.families.{family}", kind
+    try:
+        fn = getattr(importlib.import_module(module_name), name, None)
+    except ImportError as exc:
+        raise ValueError(f"study.kind: cannot import {module_name!r}: {exc}") from exc
+    if fn is None:
+        raise ValueError(f"study.kind: {kind!r} is neither built in nor a function of {module_name}")
+    return fn
+
+
 def summary_line(summary: Dict[str, Any]) -> str:
     shown = "  ".join(f"{k}={v:.4g}" for k, v in summary["metrics"].items() if k.startswith(("observed_order", "gci")))
     line = f"study {summary['name']}  {summary['verdict'].upper()}  jobs={summary['n_jobs']} failed={summary['n_failed']}  {shown}"
@@ -312,10 +330,7 @@ def aggregate(sweep_dir: Path, study: Optional[DictConfig], family: str) -> Dict
         if kind == "convergence":
             result = convergence(df, study, out_dir)
         elif kind != "table":
-            module = importlib.import_module(f"harness.families.{family}")
-            fn = getattr(module, kind, None)
-            if fn is None:
-                raise ValueError(f"study.kind: {kind!r} is neither built in nor a function of harness.families.{family}")
+            fn = study_function(kind, family)
             raw = fn(df, out_dir) or {}
             result = raw if "metrics" in raw else {"metrics": {k: float(v) for k, v in raw.items()
                                                                if isinstance(v, (int, float))}}

@@ -64,3 +64,15 @@ def test_a_failed_job_fails_the_study(harness_env, tracking_uri):
     state = json.loads((sweep / "study_state.json").read_text())
     parent = MlflowClient(tracking_uri).get_run(state["parent_run_id"])
     assert parent.info.status == "FAILED" and parent.data.tags["n_failed"] == "1"
+
+
+def test_study_kind_by_module_and_function():
+    from harness.studies import study_function
+    from harness.families import load_transfer
+
+    assert study_function("harness.families.load_transfer:bench_operator_apply", "dem") is load_transfer.bench_operator_apply
+    assert study_function("bench_operator_apply", "load_transfer") is load_transfer.bench_operator_apply
+    with pytest.raises(ValueError, match="neither built in nor a function of harness.families.dem"):
+        study_function("nope", "dem")
+    with pytest.raises(ValueError, match="cannot import 'harness.families.nosuch'"):
+        study_function("harness.families.nosuch:f", "dem")

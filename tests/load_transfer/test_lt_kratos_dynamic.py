@@ -106,6 +106,12 @@ def test_lt_kratos_time_step_study(harness_env):
     else:  # full size: the MPM peak converges below first order on the finest pair (measured 0.46): warn
         assert study["verdict"] in ("pass", "warn") and s["observed_order_peak"] > 0.0
     assert (sweep / "study" / "time_step.png").stat().st_size > 1000
+    # the study kind is named as module:function, so the runs stay in the case's family
+    from mlflow.tracking import MlflowClient
+
+    c = MlflowClient(f"sqlite:///{harness_env}/mlflow.db")
+    parent = c.get_run(json.loads((sweep / "study_state.json").read_text())["parent_run_id"])
+    assert c.get_experiment(parent.info.experiment_id).name == "harness/load_transfer"
 
 
 def test_lt_fe_backend_closed_forms():
