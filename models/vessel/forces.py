@@ -138,8 +138,9 @@ class ForceModel:
             vr -= -s * cn + c * ce
         nur = [ur, vr] + nul[2:]
         if on["restoring"]:
+            ql = q.tolist()
             for i, k in self._k_nz:
-                F[i] -= k * q[i]
+                F[i] -= k * ql[i]
         if on["linear_damping"]:
             for i, j, b in self._b_nz:
                 F[i] -= b * nur[j]
@@ -192,7 +193,7 @@ class ForceModel:
                 F[3] -= z * lift
                 F[5] += x * lift
         if on["waves"]:
-            amp, ph = inp.wave_force_amp, inp.wave_force_phase
+            amp, ph = inp.wave_force_amp.tolist(), inp.wave_force_phase.tolist()
             wt = self.data.waves.frequency * t
             for i in (0, 1, 2, 3, 4, 5):
                 if amp[i] != 0.0:
