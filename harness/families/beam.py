@@ -167,6 +167,22 @@ def _violation(resp) -> float:
 
 
 # ---------------------------------------------------------------- sliding case
+def _sliding_setup(cfg: DictConfig, t_end: float, dt: float, who: str):
+    """Problem (with a slider law), reductor and time grid of a sliding case; the slider
+    law is checked to stay on the beam over the grid."""
+    from models.beam.problem import time_grid
+
+    problem = _build(cfg.source, "source")
+    if problem.slider is None:
+        raise HarnessInputError(f"source.slider_kind: {who} needs a slider law, got 'none'")
+    reductor = _build(cfg.operator, "operator")
+    with _guard("case.params"):
+        t = time_grid(t_end, dt)
+    with _guard("source"):
+        problem.slider.check_on_beam(t, problem.beam.length)
+    return problem, reductor, t
+
+
 def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """Full vs reduced sliding beam (the seed's evolved case and its variants)."""
     p = _params(cfg, SlidingParams)
@@ -176,17 +192,8 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         raise HarnessInputError(f"case.params.solver: must be 'schur' or 'kkt', got {p.solver!r}")
     if not 0.0 <= p.rho_inf <= 1.0:
         raise HarnessInputError(f"case.params.rho_inf: must lie in [0, 1], got {p.rho_inf}")
-    from models.beam.problem import time_grid
-
     with ctx.stage("build"):
-        problem = _build(cfg.source, "source")
-        if problem.slider is None:
-            raise HarnessInputError("source.slider_kind: the sliding case needs a slider law, got 'none'")
-        reductor = _build(cfg.operator, "operator")
-        with _guard("case.params"):
-            t = time_grid(p.t_end, p.dt)
-        with _guard("source"):
-            problem.slider.check_on_beam(t, problem.beam.length)
+        problem, reductor, t = _sliding_setup(cfg, p.t_end, p.dt, "the sliding case")
     with _blas_threads(1):  # the same single-threaded BLAS for both timings
         with ctx.stage("offline_basis"), _guard("operator"):
             basis = reductor.build(problem, t)
@@ -509,16 +516,8 @@ def exudyn_peer(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         raise HarnessInputError("case beam/exudyn_ancf needs the optional peer 'exudyn' "
                                 "(pip install exudyn)")
     from models.beam.peer_exudyn import simulate_ancf
-    from models.beam.problem import time_grid
 
-    problem = _build(cfg.source, "source")
-    if problem.slider is None:
-        raise HarnessInputError("source.slider_kind: the ANCF peer needs a slider law, got 'none'")
-    reductor = _build(cfg.operator, "operator")
-    with _guard("case.params"):
-        t = time_grid(p.t_end, p.dt)
-    with _guard("source"):
-        problem.slider.check_on_beam(t, problem.beam.length)
+    problem, reductor, t = _sliding_setup(cfg, p.t_end, p.dt, "the ANCF peer")
     with ctx.stage("offline_basis"), _guard("operator"):
         basis = reductor.build(problem, t)
     with ctx.stage("full_model"):

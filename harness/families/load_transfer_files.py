@@ -222,10 +222,23 @@ def run_round_trip(cfg: DictConfig, ctx: RunContext) -> CaseResult:
 # ----------------------------------------------------------------------------- versions
 
 
+def _major_rejection(path) -> tuple:
+    """(the exact message a 2.0.0 wall-loads file must get, the reader's actual message)."""
+    from models.load_transfer.contracts import ContractError
+    from models.load_transfer.contracts.wall_loads import read_wall_loads
+
+    expected = (f"{path}: invalid wall-loads file: @schema_version: major_version: found '2.0.0'; expected major "
+                f"version 1 (1.x); major version 2 needs an explicit migration")
+    try:
+        read_wall_loads(path)
+        return expected, "accepted"
+    except ContractError as exc:
+        return expected, str(exc)
+
+
 def run_read_versions(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """Read a 1.0.0 file (no shear), a 1.1.0 file and a 1.2.0 file with an optional dataset the
     reader does not know (kept, not refused); reject a 2.0.0 file with the migration message."""
-    from models.load_transfer.contracts import ContractError
     from models.load_transfer.contracts.corrupt import make_bad_file
     from models.load_transfer.contracts.wall_loads import read_wall_loads
 
@@ -241,13 +254,7 @@ def run_read_versions(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         read[key] = read_wall_loads(path)
     p20 = ctx.output_path("v2_0.wall-loads.v1.h5")
     make_bad_file(p11, p20, "major_version")
-    expected = (f"{p20}: invalid wall-loads file: @schema_version: major_version: found '2.0.0'; expected major "
-                f"version 1 (1.x); major version 2 needs an explicit migration")
-    try:
-        read_wall_loads(p20)
-        message = "accepted"
-    except ContractError as exc:
-        message = str(exc)
+    expected, message = _major_rejection(p20)
     metrics = {
         "read_1_0": float(read["1.0"].schema_version == "1.0.0"),
         "read_1_1": float(read["1.1"].schema_version == "1.1.0"),
@@ -264,23 +271,15 @@ def run_read_versions(cfg: DictConfig, ctx: RunContext) -> CaseResult:
 def run_reject_major(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """A 2.0.0 file is rejected by the reader, the validator CLI and the export, naming the version."""
     from harness.validate import main as validate_main
-    from models.load_transfer.contracts import ContractError
     from models.load_transfer.contracts.corrupt import make_bad_file
     from models.load_transfer.contracts.table import polar_quadrature_table
-    from models.load_transfer.contracts.wall_loads import read_wall_loads
     from models.load_transfer.export import ExportInputError, export_kratos_loads
 
     p: FilesParams = _params(cfg, FilesParams)
     good = _write_source(cfg, ctx, p)
     bad = ctx.output_path("major2.wall-loads.v1.h5")
     make_bad_file(good, bad, "major_version")
-    expected = (f"{bad}: invalid wall-loads file: @schema_version: major_version: found '2.0.0'; expected major "
-                f"version 1 (1.x); major version 2 needs an explicit migration")
-    try:
-        read_wall_loads(bad)
-        msg = "accepted"
-    except ContractError as exc:
-        msg = str(exc)
+    expected, msg = _major_rejection(bad)
     rc = _quiet(ctx, "validate.log", validate_main, [str(bad)])
     out_dir = ctx.run_dir / "export"
     try:
