@@ -83,7 +83,7 @@ def build_manifest(*, case: str, command: Sequence[str], overrides: Sequence[str
                    inputs: Iterable[Path], outputs: Iterable[Path], run_dir: Path,
                    timings: Mapping[str, float], gates: Mapping[str, Any], verdict: str,
                    metrics: Mapping[str, float], info: Mapping[str, Any], status: str,
-                   error: Optional[str] = None) -> Dict[str, Any]:
+                   error: Optional[str] = None, git: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Assemble the manifest dictionary (see the architecture doc for its fields)."""
     return {
         "manifest_version": MANIFEST_VERSION,
@@ -96,7 +96,7 @@ def build_manifest(*, case: str, command: Sequence[str], overrides: Sequence[str
         "overrides": list(overrides),
         "config": dict(resolved_config),
         "config_sha256": config_sha256,
-        "git": git_state(),
+        "git": dict(git) if git is not None else git_state(),
         "packages": package_versions(),
         "platform": platform_info(),
         "inputs": file_records(inputs, run_dir),

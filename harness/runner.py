@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-import math
 import os
 import socket
 import traceback
@@ -165,9 +164,10 @@ def run_case_config(cfg: DictConfig, run_dir: Path, *, command: Sequence[str] = 
     config_sha = config_hash(resolved) if resolved else ""
     with ctx.stage("figures"):
         ctx.outputs.extend(p.resolve() for p in _figures(cfg, run_dir))
+    git = git_state()  # once per run: the manifest and the MLflow tags carry the same state
     with ctx.stage("records"):
-        _write_records(ctx, outcome, result, gate_results, resolved, config_sha, command, overrides)
-    _track(cfg, resolved, outcome, result, config_sha, parent_run_id)
+        _write_records(ctx, outcome, result, gate_results, resolved, config_sha, command, overrides, git)
+    _track(cfg, resolved, outcome, result, config_sha, parent_run_id, git)
     atomic_write_text(run_dir / "outcome.json", json.dumps(outcome.as_dict(), indent=2, default=_json_default))
     return outcome
 
@@ -185,7 +185,7 @@ def _figures(cfg: DictConfig, run_dir: Path) -> List[Path]:
 
 
 def _write_records(ctx: RunContext, outcome: Outcome, result: CaseResult, gate_results, resolved,
-                   config_sha: str, command, overrides) -> None:
+                   config_sha: str, command, overrides, git: Dict[str, Any]) -> None:
     run_dir = ctx.run_dir
     metrics_doc = {"case": outcome.case, "verdict": outcome.verdict, "status": outcome.status,
                    "metrics": outcome.metrics, "gates": {k: g.as_dict() for k, g in gate_results.items()}}
@@ -201,7 +201,7 @@ def _write_records(ctx: RunContext, outcome: Outcome, result: CaseResult, gate_r
         resolved_config={k: v for k, v in resolved.items() if k != "hydra"}, config_sha256=config_sha,
         inputs=ctx.inputs, outputs=sorted(set(outputs)), run_dir=run_dir, timings=ctx.timings,
         gates={k: g.as_dict() for k, g in gate_results.items()}, verdict=outcome.verdict,
-        metrics=outcome.metrics, info=result.info, status=outcome.status, error=outcome.message)
+        metrics=outcome.metrics, info=result.info, status=outcome.status, error=outcome.message, git=git)
     atomic_write_text(run_dir / "manifest.json", json.dumps(manifest, indent=2, default=_json_default))
 
 
@@ -209,7 +209,7 @@ TRACKING_FILE = "tracking.json"
 
 
 def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, config_sha: str,
-           parent_run_id: Optional[str]) -> None:
+           parent_run_id: Optional[str], git: Dict[str, Any]) -> None:
     """Record the run in MLflow, then write ``tracking.json`` (state ``sent`` or ``unsent``).
 
     ``tracking.json`` holds what a later upload needs beyond the run directory's records:
@@ -220,7 +220,6 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
     if tcfg is None or not tcfg.enabled:
         return
     family = str(OmegaConf.select(cfg, "case.family", default="unknown") or "unknown")
-    git = git_state()
     tags = {"verdict": outcome.verdict, "case": outcome.case, "status": outcome.status,
             "config_sha256": config_sha, "git_commit": git["commit"], "git_dirty": str(git["dirty"]),
             "family": family, "run_dir": str(outcome.run_dir)}
