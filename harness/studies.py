@@ -349,8 +349,6 @@ def aggregate(sweep_dir: Path, study: Optional[DictConfig], family: str) -> Dict
                "n_failed": n_failed, "n_unsent": n_unsent, "verdict": verdict, "exit_code": exit_code,
                "metrics": {k: float(v) for k, v in result["metrics"].items()},
                "jobs": df.to_dict(orient="records")}
-    with open(out_dir / ".table.csv.tmp", "w") as fh:
-        df.to_csv(fh, index=False)
-    (out_dir / ".table.csv.tmp").replace(out_dir / "table.csv")
+    atomic_write_text(out_dir / "table.csv", df.to_csv(index=False))
     atomic_write_text(out_dir / "study.json", json.dumps(summary, indent=2, default=str))
     return summary
