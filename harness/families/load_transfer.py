@@ -173,10 +173,10 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         "nan_count": float(np.count_nonzero(~np.isfinite(f))),
         "n_pieces": float(op.n_pieces),
         "n_nodes": float(op.matrix.shape[0]),
-        "n_elements": float(len(op_surface(op).elements)),
+        "n_elements": float(len(op.surface.elements)),
         "assembly_seconds": float(op.assembly_seconds),
     }
-    normal = np.asarray(op_surface(op).normal, dtype=float)
+    normal = np.asarray(op.surface.normal, dtype=float)
     # sign: positive gauge pressure pushes against the outward normal
     fn = f @ normal  # (Ns, Nn)
     scale = float(np.max(np.abs(fn))) or 1.0
@@ -213,18 +213,13 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     _plot(ctx, edges, F_M, F_B)
     _plot_rings(ctx, history.radial_edges, ring_err)
     info = {"n_rings": int(len(history.radial_edges) - 1), "n_steps": int(len(edges) - 1),
-            "surface_sha256": op_surface(op).sha256(), "covers_disk": bool(op.covers_disk)}
+            "surface_sha256": op.surface.sha256(), "covers_disk": bool(op.covers_disk)}
     return CaseResult(metrics=metrics, series={"F_M": F_M.tolist(), "F_B": F_B.tolist()}, info=info)
-
-
-def op_surface(op):
-    """The target surface of an operator."""
-    return op.surface
 
 
 def _exterior_load(op, r_last: float, f: np.ndarray) -> float:
     """Largest nodal force on nodes whose every element lies beyond the last radial edge, / max |f|."""
-    surf = op_surface(op)
+    surf = op.surface
     xy = surf.nodes[:, :2] - np.asarray(surf.axis_origin)[None, :]
     r_nodes = np.hypot(xy[:, 0], xy[:, 1])
     r_min_el = r_nodes[surf.elements].min(axis=1)

@@ -100,7 +100,7 @@ def test_config_hash_follows_the_config_not_the_outputs(harness_env, tmp_path):
 
 
 def test_crashing_model_is_a_recorded_failure(harness_env, tracking_uri):
-    out = run_case("load_transfer/uniform_pressure", overrides=["case.adapter=harness.families.load_transfer:op_surface"],
+    out = run_case("load_transfer/uniform_pressure", overrides=["case.adapter=harness.gates:exit_code"],
                    tracking_uri=tracking_uri)
     assert out.status == "error" and out.verdict == "fail" and out.exit_code == 1
     assert "TypeError" in out.message

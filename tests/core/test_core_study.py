@@ -55,7 +55,7 @@ def test_three_level_refinement_study(harness_env, tracking_uri):
 
 def test_a_failed_job_fails_the_study(harness_env, tracking_uri):
     res = multirun(["+case=load_transfer/sign",
-                    "case.adapter=harness.families.load_transfer:run,harness.families.load_transfer:op_surface"],
+                    "case.adapter=harness.families.load_transfer:run,harness.gates:exit_code"],
                    harness_env)
     assert res.returncode == 1, res.stdout + res.stderr
     sweep = latest_sweep(harness_env, "load_transfer/sign")
