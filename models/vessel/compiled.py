@@ -1,0 +1,213 @@
+"""The vessel field compiled with numba: the loads of :meth:`ForceModel.total`, the input
+track between output knots and the kinematics of :meth:`Vessel.rhs`, in one call.
+
+The vessel benchmark (``conf/case/bench/vessel_manoeuvre``) showed the Python field taking
+most of CVODE's run time (about 60 us of Python per call against CVODE's own per-step
+cost); compiled, a call costs a few microseconds, so the measured solver ratios reflect
+the solvers. :meth:`ForceModel.total` stays the readable reference; the tests check the
+two agree to round-off on states that reach every branch.
+
+Layouts (all float64 unless stated):
+
+* ``flags`` (9,) int64: 1 where the load model ``FORCE_MODELS[i]`` is enabled;
+* ``env`` (8,): rho_water, rho_air, current N, current E, wind N, wind E (m/s),
+  wave frequency (rad/s), current speed (m/s);
+* ``K``, ``Bq`` (6,); ``B``, ``Mt``, ``Minv`` (6, 6);
+* ``tab`` (2, 4, m): current (0) and wind (1) tables as rows angle, Cx, Cy, Cn, padded;
+  ``tab_n`` (2,) int64 their lengths; ``tab_geom`` (2, 3) frontal area, lateral area, length;
+* ``props`` (k, 9): diameter, wake fraction, kt_pitch, kt_advance, rho D^3, x, y, z, slip
+  coefficient 8/(pi rho D^2); ``ruds`` (r, 4): 1/2 rho A dCL/dδ, propeller index (-1 none), x, z;
+* input rows: rotation (k), azimuth (k), pitch ratio (k), rudder (r), wave force amplitude
+  (6), wave force phase (6); ``base``/``slope`` (n, W) per output interval, ``tg`` (n+1,) s.
+"""
+from __future__ import annotations
+
+import math
+from typing import Tuple
+
+import numpy as np
+
+from models.vessel.forces import FORCE_MODELS, ForceModel
+
+_RESTORING, _LIN, _QUAD, _CORIOLIS, _CURRENT, _WIND, _PROPS, _RUDS, _WAVES = range(9)
+assert FORCE_MODELS == ("restoring", "linear_damping", "quadratic_damping", "coriolis", "current", "wind",
+                        "propellers", "rudders", "waves")
+
+
+def pack(loads: ForceModel, inv_total_mass: np.ndarray) -> Tuple[np.ndarray, ...]:
+    """The constant arguments of :func:`field` for one force model (see the module layouts)."""
+    data, env = loads.data, loads.env
+    flags = np.array([1 if m in loads.enabled else 0 for m in FORCE_MODELS], dtype=np.int64)
+    env_vec = np.array([data.rho_water, data.rho_air, *loads.current_ne, *loads.wind_ne, data.waves.frequency,
+                        env.current_speed], dtype=np.float64)
+    tables = (data.current, data.wind)
+    m = max(t.angle.size for t in tables)
+    tab = np.zeros((2, 4, m))
+    for j, t in enumerate(tables):
+        n = t.angle.size
+        tab[j, :, :n] = np.vstack([t.angle, t.cx, t.cy, t.cn])
+        tab[j, :, n:] = tab[j, :, n - 1:n]
+    tab_n = np.array([t.angle.size for t in tables], dtype=np.int64)
+    tab_geom = np.array([[t.frontal_area, t.lateral_area, t.length] for t in tables], dtype=np.float64)
+    props = np.array([list(p[:8]) + [loads._slip_coef[k]] for k, p in enumerate(loads._props)],
+                     dtype=np.float64).reshape(-1, 9)
+    ruds = np.array([list(r) for r in loads._ruds], dtype=np.float64).reshape(-1, 4)
+    return (flags, env_vec, loads.K.astype(np.float64), loads.Bq.astype(np.float64), loads.B.astype(np.float64),
+            loads.total_mass.astype(np.float64), np.ascontiguousarray(inv_total_mass, dtype=np.float64), tab, tab_n,
+            tab_geom, props, ruds)
+
+
+def _table_load(F, tab, n, geom, rho, wx, wy):
+    """Add the coefficient-table load of a relative flow (wx, wy) m/s (body frame) to F."""
+    v2 = wx * wx + wy * wy
+    if v2 == 0.0:
+        return
+    gamma = math.atan2(-wy, -wx)
+    a = abs(gamma)
+    ang = tab[0, :n]
+    i = np.searchsorted(ang, a, side="right") - 1
+    if i < 0:
+        i = 0
+    if i > n - 2:
+        i = n - 2
+    th = (a - ang[i]) / (ang[i + 1] - ang[i])
+    sgn = -1.0 if gamma < 0 else 1.0
+    qd = 0.5 * rho * v2
+    F[0] += qd * (tab[1, i] + th * (tab[1, i + 1] - tab[1, i])) * geom[0]
+    F[1] += sgn * qd * (tab[2, i] + th * (tab[2, i + 1] - tab[2, i])) * geom[1]
+    F[5] += sgn * qd * (tab[3, i] + th * (tab[3, i + 1] - tab[3, i])) * geom[1] * geom[2]
+
+
+def _input_row(t, base, slope, tg, linear):
+    """The inputs the field sees at t (s): knot interpolation or hold, as ``_InputTrack.at``."""
+    n = base.shape[0]
+    dt = tg[1] - tg[0]
+    i = int(math.ceil((t - tg[0]) / dt)) - 1
+    if i < 0:
+        i = 0
+    if i >= n:
+        i = n - 1
+    if i > 0 and t <= tg[i]:
+        i -= 1
+    elif i < n - 1 and t > tg[i + 1]:
+        i += 1
+    if not linear:
+        return base[i].copy()
+    return base[i] + ((t - tg[i]) / dt) * slope[i]
+
+
+def _loads(t, q, nu, row, flags, env, K, Bq, B, Mt, tab, tab_n, tab_geom, props, ruds):
+    """Sum of the enabled loads (6,) N, N m; the arithmetic of ``ForceModel.total``."""
+    F = np.zeros(6)
+    k_p, k_r = props.shape[0], ruds.shape[0]
+    psi = q[5]
+    c, s = math.cos(psi), math.sin(psi)
+    u, v = nu[0], nu[1]
+    ur, vr = u, v
+    if flags[_CURRENT] and env[7] != 0.0:
+        ur -= c * env[2] + s * env[3]
+        vr -= -s * env[2] + c * env[3]
+    nur = nu.copy()
+    nur[0], nur[1] = ur, vr
+    if flags[_RESTORING]:
+        for i in range(6):
+            F[i] -= K[i] * q[i]
+    if flags[_LIN]:
+        for i in range(6):
+            acc = 0.0
+            for j in range(6):
+                acc += B[i, j] * nur[j]
+            F[i] -= acc
+    if flags[_QUAD]:
+        for i in range(6):
+            F[i] -= Bq[i] * abs(nur[i]) * nur[i]
+    if flags[_CORIOLIS]:
+        p = np.zeros(6)
+        for i in range(6):
+            for j in range(6):
+                p[i] += Mt[i, j] * nu[j]
+        a, b, cc, w = nu[3], nu[4], nu[5], nu[2]
+        F[0] += p[1] * cc - p[2] * b
+        F[1] += p[2] * a - p[0] * cc
+        F[2] += p[0] * b - p[1] * a
+        F[3] += p[4] * cc - p[5] * b + p[1] * w - p[2] * v
+        F[4] += p[5] * a - p[3] * cc + p[2] * u - p[0] * w
+        F[5] += p[3] * b - p[4] * a + p[0] * v - p[1] * u
+    if flags[_CURRENT]:
+        _table_load(F, tab[0], tab_n[0], tab_geom[0], env[0], -ur, -vr)
+    if flags[_WIND]:
+        _table_load(F, tab[1], tab_n[1], tab_geom[1], env[1], c * env[4] + s * env[5] - u, -s * env[4] + c * env[5] - v)
+    thrust = np.zeros(k_p)
+    if (flags[_PROPS] or flags[_RUDS]) and k_p > 0:
+        for k in range(k_p):
+            n, az, pdr = row[k], row[k_p + k], row[2 * k_p + k]
+            d, wf, ktp, kta, rho_d3 = props[k, 0], props[k, 1], props[k, 2], props[k, 3], props[k, 4]
+            ua = (1.0 - wf) * (ur * math.cos(az) + vr * math.sin(az))
+            thrust[k] = rho_d3 * (d * n * abs(n) * ktp * pdr - kta * ua * abs(n))
+        if flags[_PROPS]:
+            for k in range(k_p):
+                az = row[k_p + k]
+                x, y, z = props[k, 5], props[k, 6], props[k, 7]
+                fx, fy = thrust[k] * math.cos(az), thrust[k] * math.sin(az)
+                F[0] += fx
+                F[1] += fy
+                F[3] -= z * fy
+                F[4] += z * fx
+                F[5] += x * fy - y * fx
+    if flags[_RUDS] and k_r > 0:
+        for j in range(k_r):
+            coef, kp, x, z = ruds[j, 0], int(ruds[j, 1]), ruds[j, 2], ruds[j, 3]
+            if kp >= 0:
+                ua = (1.0 - props[kp, 1]) * ur
+                u2 = ua * abs(ua) + props[kp, 8] * thrust[kp]
+            else:
+                u2 = ur * abs(ur)
+            lift = coef * row[3 * k_p + j] * u2
+            F[1] += lift
+            F[3] -= z * lift
+            F[5] += x * lift
+    if flags[_WAVES]:
+        off = 3 * k_p + k_r
+        wt = env[6] * t
+        for i in range(6):
+            amp = row[off + i]
+            if amp != 0.0:
+                F[i] += amp * math.cos(wt + row[off + 6 + i])
+    return F
+
+
+def _field(t, y, base, slope, tg, linear, flags, env, K, Bq, B, Mt, Minv, tab, tab_n, tab_geom, props, ruds):
+    """dy/dt (12,) or (13,) with the work of all loads as the 13th state."""
+    q, nu = y[:6], y[6:12]
+    row = _input_row(t, base, slope, tg, linear)
+    F = _loads(t, q, nu, row, flags, env, K, Bq, B, Mt, tab, tab_n, tab_geom, props, ruds)
+    out = np.empty(y.shape[0])
+    c, s = math.cos(q[5]), math.sin(q[5])
+    out[0] = c * nu[0] - s * nu[1]
+    out[1] = s * nu[0] + c * nu[1]
+    for i in range(2, 6):
+        out[i] = nu[i]
+    for i in range(6):
+        acc = 0.0
+        for j in range(6):
+            acc += Minv[i, j] * F[j]
+        out[6 + i] = acc
+    if y.shape[0] > 12:
+        work = 0.0
+        for i in range(6):
+            work += nu[i] * F[i]
+        out[12] = work
+    return out
+
+
+try:  # numba is a dependency; without it the same functions run as Python (slow, but correct)
+    from numba import njit as _njit
+
+    _table_load = _njit(cache=True)(_table_load)
+    _input_row = _njit(cache=True)(_input_row)
+    _loads = _njit(cache=True)(_loads)
+    field = _njit(cache=True)(_field)
+    COMPILED = True
+except ImportError:  # pragma: no cover - exercised where numba is absent
+    field = _field
+    COMPILED = False
