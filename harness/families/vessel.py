@@ -54,7 +54,6 @@ class VesselSourceConf:
     wave_direction: float = 0.0  # rad, come from
     demands: Dict[str, Any] = field(default_factory=dict)  # rotation|azimuth|pitch_ratio|rudder -> {name: [[t, v]]}
     track_work: bool = False
-    field_impl: str = "compiled"  # or python (ForceModel.total, the readable reference)
 
 
 store_schema("source_vessel", VesselSourceConf)

@@ -1,18 +1,20 @@
-"""The vessel field compiled with numba: the loads of :meth:`ForceModel.total`, the input
-track between output knots and the kinematics of :meth:`Vessel.rhs`, in one call.
+"""The vessel's scalar hot path compiled with numba: the sum of the loads
+(:meth:`ForceModel.total`), the inputs between output knots and the field of
+:meth:`Vessel.rhs`, in one call.
 
-The vessel benchmark (``conf/case/bench/vessel_manoeuvre``) showed the Python field taking
-most of CVODE's run time (about 60 us of Python per call against CVODE's own per-step
-cost); compiled, a call costs a few microseconds, so the measured solver ratios reflect
-the solvers. :meth:`ForceModel.total` stays the readable reference; the tests check the
-two agree to round-off on states that reach every branch.
+The vessel benchmark (``conf/case/bench/vessel_manoeuvre``) showed the field, in Python
+about 60 us per call, taking most of CVODE's run time; compiled, a call costs a few
+microseconds. The per-model numpy methods of :class:`ForceModel` (``components``) are the
+independent reference the tests hold this against. Set ``NUMBA_DISABLE_JIT=1`` to step
+through it in Python.
 
 Layouts (all float64 unless stated):
 
 * ``flags`` (9,) int64: 1 where the load model ``FORCE_MODELS[i]`` is enabled;
 * ``env`` (8,): rho_water, rho_air, current N, current E, wind N, wind E (m/s),
   wave frequency (rad/s), current speed (m/s);
-* ``K``, ``Bq`` (6,); ``B``, ``Mt``, ``Minv`` (6, 6);
+* ``K``, ``Bq`` (6,) restoring and quadratic damping diagonals; ``B``, ``Mt``, ``Minv`` (6, 6)
+  linear damping, M + A and its inverse;
 * ``tab`` (2, 4, m): current (0) and wind (1) tables as rows angle, Cx, Cy, Cn, padded;
   ``tab_n`` (2,) int64 their lengths; ``tab_geom`` (2, 3) frontal area, lateral area, length;
 * ``props`` (k, 9): diameter, wake fraction, kt_pitch, kt_advance, rho D^3, x, y, z, slip
@@ -23,38 +25,10 @@ Layouts (all float64 unless stated):
 from __future__ import annotations
 
 import math
-from typing import Tuple
-
 import numpy as np
 
-from models.vessel.forces import FORCE_MODELS, ForceModel
-
+#: indices of the load models in ``flags`` (the order of ``forces.FORCE_MODELS``)
 _RESTORING, _LIN, _QUAD, _CORIOLIS, _CURRENT, _WIND, _PROPS, _RUDS, _WAVES = range(9)
-assert FORCE_MODELS == ("restoring", "linear_damping", "quadratic_damping", "coriolis", "current", "wind",
-                        "propellers", "rudders", "waves")
-
-
-def pack(loads: ForceModel, inv_total_mass: np.ndarray) -> Tuple[np.ndarray, ...]:
-    """The constant arguments of :func:`field` for one force model (see the module layouts)."""
-    data, env = loads.data, loads.env
-    flags = np.array([1 if m in loads.enabled else 0 for m in FORCE_MODELS], dtype=np.int64)
-    env_vec = np.array([data.rho_water, data.rho_air, *loads.current_ne, *loads.wind_ne, data.waves.frequency,
-                        env.current_speed], dtype=np.float64)
-    tables = (data.current, data.wind)
-    m = max(t.angle.size for t in tables)
-    tab = np.zeros((2, 4, m))
-    for j, t in enumerate(tables):
-        n = t.angle.size
-        tab[j, :, :n] = np.vstack([t.angle, t.cx, t.cy, t.cn])
-        tab[j, :, n:] = tab[j, :, n - 1:n]
-    tab_n = np.array([t.angle.size for t in tables], dtype=np.int64)
-    tab_geom = np.array([[t.frontal_area, t.lateral_area, t.length] for t in tables], dtype=np.float64)
-    props = np.array([list(p[:8]) + [loads._slip_coef[k]] for k, p in enumerate(loads._props)],
-                     dtype=np.float64).reshape(-1, 9)
-    ruds = np.array([list(r) for r in loads._ruds], dtype=np.float64).reshape(-1, 4)
-    return (flags, env_vec, loads.K.astype(np.float64), loads.Bq.astype(np.float64), loads.B.astype(np.float64),
-            loads.total_mass.astype(np.float64), np.ascontiguousarray(inv_total_mass, dtype=np.float64), tab, tab_n,
-            tab_geom, props, ruds)
 
 
 def _table_load(F, tab, n, geom, rho, wx, wy):
@@ -176,8 +150,8 @@ def _loads(t, q, nu, row, flags, env, K, Bq, B, Mt, tab, tab_n, tab_geom, props,
     return F
 
 
-def _field(t, y, base, slope, tg, linear, flags, env, K, Bq, B, Mt, Minv, tab, tab_n, tab_geom, props, ruds):
-    """dy/dt (12,) or (13,) with the work of all loads as the 13th state."""
+def _field(t, y, base, slope, tg, linear, Minv, flags, env, K, Bq, B, Mt, tab, tab_n, tab_geom, props, ruds):
+    """dy/dt (12,) or (13,) with the work of all loads as the 13th state; Minv = (M + A)^-1."""
     q, nu = y[:6], y[6:12]
     row = _input_row(t, base, slope, tg, linear)
     F = _loads(t, q, nu, row, flags, env, K, Bq, B, Mt, tab, tab_n, tab_geom, props, ruds)
@@ -211,3 +185,4 @@ try:  # numba is a dependency; without it the same functions run as Python (slow
 except ImportError:  # pragma: no cover - exercised where numba is absent
     field = _field
     COMPILED = False
+loads = _loads

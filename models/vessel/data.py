@@ -31,8 +31,6 @@ class CoefficientTable:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_angles", self.angle.tolist())
         object.__setattr__(self, "_cols", np.column_stack([self.cx, self.cy, self.cn]))
-        for name in ("cx", "cy", "cn"):
-            object.__setattr__(self, "_" + name, getattr(self, name).tolist())
 
     def coefficients(self, gamma: float) -> np.ndarray:
         """(Cx, Cy, Cn) at the flow angle gamma (rad, (-pi, pi]), linear in the angle."""

@@ -6,13 +6,13 @@ the actuator inputs, which are held constant by the caller over an output step.
 """
 from __future__ import annotations
 
-import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Tuple
 
 import numpy as np
 
+from models.vessel import compiled
 from models.vessel.data import VesselData
 
 FORCE_MODELS = ("restoring", "linear_damping", "quadratic_damping", "coriolis", "current", "wind",
@@ -70,6 +70,11 @@ class Inputs:
     wave_force_amp: np.ndarray = field(default_factory=lambda: np.zeros(6))  # (6,) N (N m), filtered, x amplitude
     wave_force_phase: np.ndarray = field(default_factory=lambda: np.zeros(6))  # (6,) rad
 
+    def row(self) -> np.ndarray:
+        """The inputs as one row (rotation, azimuth, pitch ratio, rudder, wave amplitude, wave phase)."""
+        return np.concatenate([self.rotation, self.azimuth, self.pitch_ratio, self.rudder, self.wave_force_amp,
+                               self.wave_force_phase]).astype(np.float64)
+
     def copy(self) -> "Inputs":
         return Inputs(self.rotation.copy(), self.azimuth.copy(), self.pitch_ratio.copy(), self.rudder.copy(),
                       self.wave_force_amp.copy(), self.wave_force_phase.copy())
@@ -105,117 +110,39 @@ class ForceModel:
         self._slip_coef = 8.0 / (math.pi * data.rho_water * self.p_d ** 2)  # momentum theory, 1/(kg/m)
         self._lift_coef = 0.5 * data.rho_water * self.r_area * self.r_cl
         self._fns = [getattr(self, "_" + m) for m in self.enabled]
-        # scalar constants of the fast path
-        self._on = {m: m in self.enabled for m in FORCE_MODELS}
-        self._k_nz = [(i, float(k)) for i, k in enumerate(self.K) if k != 0.0]
-        self._b_nz = [(i, j, float(self.B[i, j])) for i in range(6) for j in range(6) if self.B[i, j] != 0.0]
-        self._bq_nz = [(i, float(d)) for i, d in enumerate(self.Bq) if d != 0.0]
-        Mt = self.total_mass
-        self._m_nz = [(i, j, float(Mt[i, j])) for i in range(6) for j in range(6) if Mt[i, j] != 0.0]
-        self._props = [(float(p.diameter), float(p.wake_fraction), float(p.kt_pitch), float(p.kt_advance),
-                        float(data.rho_water * p.diameter ** 3), float(p.position[0]), float(p.position[1]),
-                        float(p.position[2])) for p in props]
-        self._ruds = [(float(self._lift_coef[j]), int(r.propeller), float(r.position[0]), float(r.position[2]))
-                      for j, r in enumerate(ruds)]
+        self.packed = self._pack()
+
+    def _pack(self):
+        """The constant arguments of the compiled loads (layouts in :mod:`models.vessel.compiled`)."""
+        data = self.data
+        flags = np.array([1 if m in self.enabled else 0 for m in FORCE_MODELS], dtype=np.int64)
+        env = np.array([data.rho_water, data.rho_air, *self.current_ne, *self.wind_ne, data.waves.frequency,
+                        self.env.current_speed], dtype=np.float64)
+        tables = (data.current, data.wind)
+        m = max(t.angle.size for t in tables)
+        tab = np.zeros((2, 4, m))
+        for j, t in enumerate(tables):
+            n = t.angle.size
+            tab[j, :, :n] = np.vstack([t.angle, t.cx, t.cy, t.cn])
+            tab[j, :, n:] = tab[j, :, n - 1:n]
+        tab_n = np.array([t.angle.size for t in tables], dtype=np.int64)
+        tab_geom = np.array([[t.frontal_area, t.lateral_area, t.length] for t in tables], dtype=np.float64)
+        props = np.column_stack([self.p_d, self.p_w, self.p_ktp, self.p_kta, data.rho_water * self.p_d ** 3,
+                                 self.p_pos, self._slip_coef]).reshape(-1, 9)
+        ruds = np.column_stack([self._lift_coef, self.r_prop, self.r_pos[:, 0], self.r_pos[:, 2]]).reshape(-1, 4)
+        f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
+        return (flags, env, f64(self.K), f64(self.Bq), f64(self.B), f64(self.total_mass), tab, tab_n, tab_geom,
+                f64(props), f64(ruds))
 
     # -- public ---------------------------------------------------------------------------
     def total(self, t: float, q: np.ndarray, nu: np.ndarray, inp: Inputs) -> np.ndarray:
         """Sum of all enabled loads (6,) at time t (s), positions q, body velocities nu.
 
-        Scalar code path (the field's hot loop, a handful of actuators); it equals the sum
-        of :meth:`components`, which the tests check.
+        The compiled scalar path of the field (:mod:`models.vessel.compiled`); it equals the
+        sum of :meth:`components`, which the tests check.
         """
-        on = self._on
-        F = [0.0] * 6
-        psi = float(q[5])
-        c, s = math.cos(psi), math.sin(psi)
-        nul = nu.tolist()
-        u, v = nul[0], nul[1]
-        ur, vr = u, v
-        if on["current"] and self.env.current_speed != 0.0:
-            cn, ce = self.current_ne
-            ur -= c * cn + s * ce
-            vr -= -s * cn + c * ce
-        nur = [ur, vr] + nul[2:]
-        if on["restoring"]:
-            ql = q.tolist()
-            for i, k in self._k_nz:
-                F[i] -= k * ql[i]
-        if on["linear_damping"]:
-            for i, j, b in self._b_nz:
-                F[i] -= b * nur[j]
-        if on["quadratic_damping"]:
-            for i, d in self._bq_nz:
-                F[i] -= d * abs(nur[i]) * nur[i]
-        if on["coriolis"]:
-            p = [0.0] * 6
-            for i, j, m in self._m_nz:
-                p[i] += m * nul[j]
-            a, b, cc = nul[3], nul[4], nul[5]
-            w = nul[2]
-            F[0] += p[1] * cc - p[2] * b
-            F[1] += p[2] * a - p[0] * cc
-            F[2] += p[0] * b - p[1] * a
-            F[3] += p[4] * cc - p[5] * b + p[1] * w - p[2] * v
-            F[4] += p[5] * a - p[3] * cc + p[2] * u - p[0] * w
-            F[5] += p[3] * b - p[4] * a + p[0] * v - p[1] * u
-        if on["current"]:
-            self._table_load(F, self.data.current, self.data.rho_water, -ur, -vr)
-        if on["wind"]:
-            wn, we = self.wind_ne
-            self._table_load(F, self.data.wind, self.data.rho_air, c * wn + s * we - u, -s * wn + c * we - v)
-        thrust = None
-        if (on["propellers"] or on["rudders"]) and self._props:
-            thrust = []
-            rot, az, pd = inp.rotation.tolist(), inp.azimuth.tolist(), inp.pitch_ratio.tolist()
-            for k, (d, wf, ktp, kta, rho_d3, _, _, _) in enumerate(self._props):
-                n = rot[k]
-                ua = (1.0 - wf) * (ur * math.cos(az[k]) + vr * math.sin(az[k]))
-                thrust.append(rho_d3 * (d * n * abs(n) * ktp * pd[k] - kta * ua * abs(n)))
-            if on["propellers"]:
-                for k, (_, _, _, _, _, x, y, z) in enumerate(self._props):
-                    fx, fy = thrust[k] * math.cos(az[k]), thrust[k] * math.sin(az[k])
-                    F[0] += fx
-                    F[1] += fy
-                    F[3] -= z * fy
-                    F[4] += z * fx
-                    F[5] += x * fy - y * fx
-        if on["rudders"] and self._ruds:
-            delta = inp.rudder.tolist()
-            for j, (coef, kp, x, z) in enumerate(self._ruds):
-                if kp >= 0:
-                    ua = (1.0 - self._props[kp][1]) * ur
-                    u2 = ua * abs(ua) + self._slip_coef[kp] * thrust[kp]
-                else:
-                    u2 = ur * abs(ur)
-                lift = coef * delta[j] * u2
-                F[1] += lift
-                F[3] -= z * lift
-                F[5] += x * lift
-        if on["waves"]:
-            amp, ph = inp.wave_force_amp.tolist(), inp.wave_force_phase.tolist()
-            wt = self.data.waves.frequency * t
-            for i in (0, 1, 2, 3, 4, 5):
-                if amp[i] != 0.0:
-                    F[i] += amp[i] * math.cos(wt + ph[i])
-        return np.array(F)
-
-    @staticmethod
-    def _table_load(F, table, rho, wx, wy):
-        v2 = wx * wx + wy * wy
-        if v2 == 0.0:
-            return
-        gamma = math.atan2(-wy, -wx)
-        a = abs(gamma)
-        ang = table._angles
-        i = min(max(bisect.bisect_right(ang, a) - 1, 0), len(ang) - 2)
-        th = (a - ang[i]) / (ang[i + 1] - ang[i])
-        cx, cy, cn = table._cx, table._cy, table._cn
-        sgn = -1.0 if gamma < 0 else 1.0
-        qd = 0.5 * rho * v2
-        F[0] += qd * (cx[i] + th * (cx[i + 1] - cx[i])) * table.frontal_area
-        F[1] += sgn * qd * (cy[i] + th * (cy[i + 1] - cy[i])) * table.lateral_area
-        F[5] += sgn * qd * (cn[i] + th * (cn[i + 1] - cn[i])) * table.lateral_area * table.length
+        return compiled.loads(float(t), np.asarray(q, dtype=np.float64), np.asarray(nu, dtype=np.float64),
+                              inp.row(), *self.packed)
 
     def components(self, t: float, q: np.ndarray, nu: np.ndarray, inp: Inputs) -> Dict[str, np.ndarray]:
         """Each enabled load separately: name -> (6,)."""

@@ -35,7 +35,6 @@ VEL = ("u", "v", "w", "p", "q", "r")
 STATEFUL_MODES = ("step", "rhs")
 SOLVE_MODES = ("auto", "whole", "window", "per_step")
 HOLDS = ("linear", "zoh")
-FIELD_IMPLS = ("compiled", "python")
 _ONE_INTERVAL = np.array([0.0, 1.0])  # time knots of a single held input row
 
 
@@ -113,13 +112,11 @@ class Vessel:
     lag_form   : ``exp`` (alpha = 1 - exp(-dt/tau)) or ``seed`` (alpha = 1/(1 + tau/dt))
     ema_tau    : s, time constant of the position moving average
     track_work : integrate the power of all loads as a 13th state
-    field_impl : ``compiled`` (numba, :mod:`models.vessel.compiled`) or ``python``
-                 (:meth:`ForceModel.total`, the reference); the same field to round-off
     """
 
     def __init__(self, data: VesselData, forces: Iterable[str] = FORCE_MODELS, environment: Optional[Environment] = None,
                  demands: Optional[Demands] = None, lag_form: str = "exp", ema_tau: float = EMA_TAU,
-                 track_work: bool = False, field_impl: str = "compiled"):
+                 track_work: bool = False):
         self.data = data
         self.env = environment or Environment()
         self.loads = ForceModel(data, forces, self.env)
@@ -134,10 +131,6 @@ class Vessel:
         self._rhs_step: Optional[Dict[str, Any]] = None  # set in stateful="rhs" mode
         self._track: Optional[_InputTrack] = None  # set in solve_mode="whole"
         self.n_state = 13 if self.track_work else 12
-        if field_impl not in FIELD_IMPLS:
-            raise ValueError(f"field_impl: must be one of {FIELD_IMPLS}, got {field_impl!r}")
-        self.field_impl = field_impl
-        self._packed = compiled.pack(self.loads, self.inv_total_mass) if field_impl == "compiled" else None
 
     # -- construction helpers -------------------------------------------------------------
     def _build_schedules(self, demands: Demands) -> Dict[str, List[Optional[Schedule]]]:
@@ -165,28 +158,15 @@ class Vessel:
         return self.inv_total_mass @ self.loads.total(t, q, nu, inputs)
 
     def rhs(self, t: float, y: np.ndarray) -> np.ndarray:
-        """Field of the ODE with the inputs of the current output step held."""
+        """Field of the ODE with the inputs of the current output step (compiled, one call)."""
         if self._rhs_step is not None:
             self._update_in_rhs(t, y)
-        elif self._packed is not None and self._track is not None:
-            tr = self._track
-            return compiled.field(t, y, tr.base, tr.slope, tr.t_grid, tr.linear, *self._packed)
         elif self._track is not None:
-            self._inputs = self._track.at(t)
-        if self._packed is not None:
-            row = _input_row(self._inputs)[None, :]
-            return compiled.field(t, y, row, row, _ONE_INTERVAL, False, *self._packed)
-        q, nu = y[:6], y[6:12]
-        F = self.loads.total(t, q, nu, self._inputs)
-        out = np.empty(self.n_state)
-        c, s = math.cos(q[5]), math.sin(q[5])
-        out[0] = c * nu[0] - s * nu[1]
-        out[1] = s * nu[0] + c * nu[1]
-        out[2:6] = nu[2:6]
-        out[6:12] = self.inv_total_mass @ F
-        if self.track_work:
-            out[12] = nu @ F
-        return out
+            tr = self._track
+            return compiled.field(t, y, tr.base, tr.slope, tr.t_grid, tr.linear, self.inv_total_mass,
+                                  *self.loads.packed)
+        row = self._inputs.row()[None, :]
+        return compiled.field(t, y, row, row, _ONE_INTERVAL, False, self.inv_total_mass, *self.loads.packed)
 
     def kinetic_energy(self, nu: np.ndarray) -> np.ndarray:
         """0.5 nu^T (M + A) nu (J) for nu (k, 6)."""
@@ -500,12 +480,6 @@ class _InputTrack:
 
 
 _KNOTS = ("rot", "az", "pd", "rud", "wamp", "wph")
-
-
-def _input_row(inp: Inputs) -> np.ndarray:
-    """One input row in the knot order of :data:`_KNOTS` (the compiled field's layout)."""
-    return np.concatenate([inp.rotation, inp.azimuth, inp.pitch_ratio, inp.rudder, inp.wave_force_amp,
-                           inp.wave_force_phase]).astype(np.float64)
 
 
 def _inputs_at(rec: Mapping[str, np.ndarray], i: int) -> Inputs:

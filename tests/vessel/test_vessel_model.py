@@ -35,19 +35,19 @@ def test_inverse_total_mass_matches_direct_solve():
     assert np.allclose(v.inv_total_mass @ v.data.total_mass, np.eye(6), atol=bound)
 
 
-def test_fast_total_equals_sum_of_components():
-    v = build_vessel(TANKER, **MANOEUVRE)
+def test_compiled_total_equals_sum_of_components(tmp_path):
     rng = np.random.default_rng(5)
-    for _ in range(50):
-        q = rng.normal(size=6) * [100, 100, 1, 0.05, 0.02, 3]
-        nu = rng.normal(size=6) * [5, 1, 0.5, 0.02, 0.01, 0.01]
-        inp = Inputs(rng.uniform(-1.6, 1.6, 2), rng.uniform(-3, 3, 2), rng.uniform(0.5, 1.2, 2),
-                     rng.uniform(-0.6, 0.6, 1), rng.normal(size=6) * 1e7, rng.normal(size=6))
-        t = rng.uniform(0, 100)
-        comps = v.loads.components(t, q, nu, inp)
-        assert set(comps) == set(FORCE_MODELS)
-        ref = sum(comps.values())
-        assert np.allclose(v.loads.total(t, q, nu, inp), ref, rtol=1e-12, atol=1e-12 * np.max(np.abs(ref)))
+    for path in (TANKER, _two_rudder_file(tmp_path)):
+        v = build_vessel(path, **MANOEUVRE)
+        for _ in range(50):
+            q = rng.normal(size=6) * [100, 100, 1, 0.05, 0.02, 3]
+            nu = rng.normal(size=6) * [5, 1, 0.5, 0.02, 0.01, 0.01]
+            inp = _random_inputs(rng, v)
+            t = rng.uniform(0, 100)
+            comps = v.loads.components(t, q, nu, inp)
+            assert set(comps) == set(FORCE_MODELS)
+            ref = sum(comps.values())
+            assert np.allclose(v.loads.total(t, q, nu, inp), ref, rtol=1e-12, atol=1e-12 * np.max(np.abs(ref)))
 
 
 def test_field_rotates_surge_and_sway_by_yaw_only():
@@ -209,47 +209,59 @@ def _random_inputs(rng, v) -> Inputs:
                   rng.normal(size=6) * 1e7, rng.normal(size=6))
 
 
+def _reference_rhs(v, t, y):
+    """The field assembled in numpy from the per-model load methods (``components``)."""
+    inp = v._track.at(t) if v._track is not None else v._inputs
+    q, nu = y[:6], y[6:12]
+    F = sum(v.loads.components(t, q, nu, inp).values(), np.zeros(6))
+    c, s = math.cos(q[5]), math.sin(q[5])
+    out = np.concatenate([[c * nu[0] - s * nu[1], s * nu[0] + c * nu[1]], nu[2:6], v.inv_total_mass @ F])
+    return np.append(out, nu @ F) if y.size > 12 else out
+
+
 @pytest.mark.parametrize("forces", [FORCE_MODELS, ("rudders",), ("propellers", "wind", "coriolis"),
                                     ("current", "linear_damping", "quadratic_damping", "restoring", "waves"), ()])
-def test_compiled_field_equals_the_python_reference(tmp_path, forces):
-    """The numba field against ForceModel.total + Vessel.rhs, with held and tracked inputs."""
+def test_compiled_field_equals_the_numpy_assembly(tmp_path, forces):
+    """The compiled field (loads, input track, kinematics) against the per-model numpy loads."""
     from models.vessel import compiled
     from models.vessel.vessel import _KNOTS, _InputTrack
 
     assert compiled.COMPILED and hasattr(compiled.field, "signatures")  # really the numba dispatcher
     rng = np.random.default_rng(17)
     for path in (TANKER, _two_rudder_file(tmp_path)):
-        fast = build_vessel(path, forces=list(forces), track_work=True, **MANOEUVRE)
-        ref = build_vessel(path, forces=list(forces), track_work=True, field_impl="python", **MANOEUVRE)
-        assert fast._packed is not None and ref._packed is None
+        v = build_vessel(path, forces=list(forces), track_work=True, **MANOEUVRE)
         for trial in range(40):
             y = np.concatenate([rng.normal(size=6) * [100, 100, 1, 0.05, 0.02, 3],
                                 rng.normal(size=6) * [5, 1, 0.5, 0.02, 0.01, 0.01], [0.0]])
-            if trial == 0:  # at rest in still air relative to the hull: the zero-flow branches
+            if trial == 0:  # at rest: zero relative flow in the current and wind branches
                 y[6:] = 0.0
             t = float(rng.uniform(0, 100))
             if trial % 2:  # inputs held (per-step and in-field modes)
-                fast._inputs = ref._inputs = _random_inputs(rng, fast)
-                fast._track = ref._track = None
+                v._inputs, v._track = _random_inputs(rng, v), None
             else:  # inputs interpolated or held between three knots
-                rows = [_random_inputs(rng, fast) for _ in range(3)]
+                rows = [_random_inputs(rng, v) for _ in range(3)]
                 knots = {k: np.array([getattr(r, a) for r in rows])
                          for k, a in zip(_KNOTS, ("rotation", "azimuth", "pitch_ratio", "rudder", "wave_force_amp",
                                                   "wave_force_phase"))}
                 grid = t + np.array([0.0, 0.1, 0.2])
-                fast._track = ref._track = _InputTrack(grid, knots, "linear" if trial % 4 == 0 else "zoh")
+                v._track = _InputTrack(grid, knots, "linear" if trial % 4 == 0 else "zoh")
                 t = float(rng.choice([grid[0], grid[1], grid[2], rng.uniform(grid[0], grid[2])]))
-            a, b = fast.rhs(t, y), ref.rhs(t, y)
+            a, b = v.rhs(t, y), _reference_rhs(v, t, y)
             for block in (slice(0, 6), slice(6, 12), slice(12, 13)):
                 scale = max(np.max(np.abs(b[block])), 1e-300)
                 assert np.allclose(a[block], b[block], rtol=1e-12, atol=1e-12 * scale), (path, trial, block)
 
 
-def test_compiled_and_python_fields_give_the_same_trajectory():
+def test_compiled_field_gives_the_numpy_trajectory():
+    from models.vessel.vessel import Vessel
+
+    class NumpyVessel(Vessel):
+        rhs = _reference_rhs
+
     kw = dict(nu0=[5, 0, 0, 0, 0, 0], rotation0=[1.2, 0.0])
-    a = build_vessel(TANKER, **MANOEUVRE).simulate(cvode(), 10.0, 0.1, **kw)
-    b = build_vessel(TANKER, field_impl="python", **MANOEUVRE).simulate(cvode(), 10.0, 0.1, **kw)
+    fast = build_vessel(TANKER, **MANOEUVRE)
+    ref = build_vessel(TANKER, **MANOEUVRE)
+    ref.__class__ = NumpyVessel
+    a, b = fast.simulate(cvode(), 10.0, 0.1, **kw), ref.simulate(cvode(), 10.0, 0.1, **kw)
     assert a.success and b.success
     assert np.max(np.abs(a.q - b.q)) < 1e-9 and np.max(np.abs(a.nu - b.nu)) < 1e-10
-    with pytest.raises(ValueError, match="field_impl"):
-        build_vessel(TANKER, field_impl="fortran")
