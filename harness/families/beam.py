@@ -538,6 +538,9 @@ def exudyn_peer(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         "energy_history_diff_full": float(np.max(np.abs(full.energy - anc.energy))) / Eref,
         "energy_history_diff_reduced": float(np.max(np.abs(red.energy - anc.energy))) / Eref,
         "energy_residual_ancf_drive": anc.energy_residual(),
+        "energy_residual_ancf_normal": anc.energy_residual_normal(),
+        "tangential_reaction_median_N": float(np.median(np.abs(anc.tangential_reaction))),
+        "tangential_work_J": float(anc.W_constraint[-1] - anc.W_normal[-1]),
         "energy_residual_full": full.energy_residual(),
         "energy_residual_reduced": red.energy_residual(),
         "external_work_diff_full": abs(full.W_ext[-1] - anc.W_ext[-1]) / max(abs(anc.W_ext[-1]), 1e-300),
@@ -551,7 +554,8 @@ def exudyn_peer(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     with ctx.stage("records"):
         _npz(ctx, "ancf_comparison.npz", t=t, tip_ancf=anc.tip, tip_full=full.tip, tip_red=red.tip,
              E_ancf=anc.energy, E_full=full.energy, E_red=red.energy, W_ext_ancf=anc.W_ext,
-             W_c_ancf=anc.W_constraint, sliding_coordinate=anc.sliding_coordinate)
+             W_c_ancf=anc.W_constraint, W_n_ancf=anc.W_normal, R_t_ancf=anc.tangential_reaction,
+             sliding_coordinate=anc.sliding_coordinate)
         if p.figures:
             import matplotlib
 
