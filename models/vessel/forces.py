@@ -184,14 +184,10 @@ class ForceModel:
 
     def _coriolis(self, out, t, q, nu, nu_r, inp):
         # Kirchhoff: d(p1)/dt = p1 x w, d(p2)/dt = p2 x w + p1 x v with p = (M + A) nu; no power.
+        # (vector form; the compiled path writes it out component by component)
         p = self.total_mass @ nu
-        u, v, w, a, b, c = nu
-        out[0] += p[1] * c - p[2] * b
-        out[1] += p[2] * a - p[0] * c
-        out[2] += p[0] * b - p[1] * a
-        out[3] += p[4] * c - p[5] * b + p[1] * w - p[2] * v
-        out[4] += p[5] * a - p[3] * c + p[2] * u - p[0] * w
-        out[5] += p[3] * b - p[4] * a + p[0] * v - p[1] * u
+        out[:3] += np.cross(p[:3], nu[3:])
+        out[3:] += np.cross(p[3:], nu[3:]) + np.cross(p[:3], nu[:3])
 
     def _coefficient_load(self, out, table, rho, wx, wy):
         v2 = wx * wx + wy * wy
