@@ -627,7 +627,8 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
 def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """Simulated seconds per wall-clock second of a long manoeuvre, every load on: the
     integrator group's choice (cvode_bdf) and params.reference (scipy_bdf) on the same field,
-    in the same run; their ratio."""
+    in the same run; their ratio; and each one's largest horizontal position error against
+    the main integrator at params.accuracy_reference tolerances (default rtol 1e-11)."""
     params = _params(cfg)
     sim = _sim_args(params)
     ref_spec = params.get("reference") or {"name": "scipy_bdf"}
@@ -639,12 +640,25 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     warm = {**sim, "t_end": 2.0 * float(sim["dt"])}
     for _, integ in pair:  # imports and first-call costs out of the timing
         _simulate(vessel, integ, warm)
+    runs = {}
     for label, integ in pair:
         start = time.perf_counter()
         with ctx.stage(f"simulate_{label}"):
-            r = _simulate(vessel, integ, sim)
+            r = runs[label] = _simulate(vessel, integ, sim)
         wall = time.perf_counter() - start
         metrics[f"{label}.realtime_factor"] = span / wall if r.success else 0.0
         metrics.update(_stats(f"{label}.", r))
     metrics["speedup_vs_reference"] = metrics["main.realtime_factor"] / max(metrics["reference.realtime_factor"], 1e-300)
+    # what the speed buys: each trajectory against the main integrator at tight tolerances
+    tight = params.get("accuracy_reference") or {"rtol": 1.0e-11, "atol": 1.0e-13}
+    with ctx.stage("simulate_accuracy_reference"):
+        exact = _simulate(vessel, _integrator(cfg, **tight), sim)
+    metrics["accuracy_reference.success"] = float(exact.success)
+    track = float(np.sum(np.hypot(*np.diff(exact.q[:, :2], axis=0).T)))
+    metrics["track_length_m"] = track
+    for label, r in runs.items():
+        n = min(r.t.size, exact.t.size)
+        err = float(np.max(np.hypot(*(r.q[:n, :2] - exact.q[:n, :2]).T)))
+        metrics[f"{label}.max_position_error_m"] = err
+        metrics[f"{label}.max_position_error_rel"] = err / max(track, 1e-300)
     return CaseResult(metrics, info={"main": main, "reference": ref_spec["name"]})

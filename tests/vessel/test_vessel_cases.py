@@ -80,6 +80,10 @@ def test_bench_case_records_ratios(harness_env):
     m = out.metrics
     assert m["main.success"] == 1.0 and m["reference.success"] == 1.0
     assert m["speedup_vs_reference"] == pytest.approx(m["main.realtime_factor"] / m["reference.realtime_factor"])
+    # each track against a tight-tolerance run: small, and not zero (not the same run twice)
+    assert m["accuracy_reference.success"] == 1.0 and m["track_length_m"] > 10.0
+    for label in ("main", "reference"):
+        assert 0.0 < m[f"{label}.max_position_error_rel"] < 1e-4
 
 
 @pytest.mark.parametrize("integrator", ["scipy_radau", "scipy_lsoda"])
