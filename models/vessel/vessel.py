@@ -435,7 +435,9 @@ class Vessel:
         s = sol.stats
         stats["nfev"] += s.nfev
         stats["njev"] += s.njev
-        stats["n_steps"] += s.n_steps
+        # an integrator that does not count its steps (CVODE in CV_NORMAL mode) gives NaN, not 0
+        missing = "n_steps" in (sol.diagnostics or {}).get("not_reported", ())
+        stats["n_steps"] += math.nan if missing else s.n_steps
         stats["n_solves"] += 1
 
 
