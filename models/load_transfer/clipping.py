@@ -55,17 +55,23 @@ def axis_distance_range(V: np.ndarray):
     return r_min, r_max
 
 
-def _edge_circle(A: np.ndarray, d: np.ndarray, r: np.ndarray):
-    """Parameters t1 <= t2 of |A + t d| = r per edge, and whether the line cuts the circle.
+def _line_circle(A: np.ndarray, d: np.ndarray, r: np.ndarray):
+    """|d|², the square root of the discriminant of |A + t d| = r (0 where the line misses)
+    and whether the line cuts the circle.
 
     The discriminant is formed as |d|² r² − (A × d)² (no cancellation away from tangency).
     """
     dd = np.einsum("...j,...j->...", d, d)
-    ad = np.einsum("...j,...j->...", A, d)
     cr = cross2(A, d)
     disc = dd * r * r - cr * cr
     cut = disc > 0.0
-    sq = np.sqrt(np.where(cut, disc, 0.0))
+    return dd, np.sqrt(np.where(cut, disc, 0.0)), cut
+
+
+def _edge_circle(A: np.ndarray, d: np.ndarray, r: np.ndarray):
+    """Parameters t1 <= t2 of |A + t d| = r per edge, and whether the line cuts the circle."""
+    dd, sq, cut = _line_circle(A, d, r)
+    ad = np.einsum("...j,...j->...", A, d)
     return (-ad - sq) / dd, (-ad + sq) / dd, cut
 
 
@@ -78,13 +84,9 @@ def _edge_circle_points(A: np.ndarray, B: np.ndarray, r: np.ndarray):
     keep full relative accuracy even for circles much smaller than the edge.
     """
     d = B - A
-    dd = np.einsum("...j,...j->...", d, d)
+    dd, sq, cut = _line_circle(A, d, r)
     ad = np.einsum("...j,...j->...", A, d)
     bd = np.einsum("...j,...j->...", B, d)
-    cr = cross2(A, d)
-    disc = dd * r * r - cr * cr
-    cut = disc > 0.0
-    sq = np.sqrt(np.where(cut, disc, 0.0))
     t1, t2 = (-ad - sq) / dd, (-ad + sq) / dd  # from A
     u1, u2 = (-bd - sq) / dd, (-bd + sq) / dd  # from B (u = t - 1)
     start_at_A = t1 <= 0.0
