@@ -69,7 +69,7 @@ class ANCFResponse:
 
     def _relative(self, r: np.ndarray) -> float:
         scale = float(np.max(np.abs(self.energy)))
-        return float(np.max(np.abs(r))) / scale if scale > 0.0 else float(np.max(np.abs(r)))
+        return float(np.max(np.abs(r))) / scale if scale > 0.0 else 0.0
 
 
 def simulate_ancf(problem, t_end: float, dt: float, rho_inf: float = 0.85,
