@@ -134,7 +134,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         _close_parents(f"{type(exc).__name__}: {exc}")
         if not is_config_error(exc):
             raise
-        print(f"harness: error: {describe_config_error(exc)}", file=sys.stderr)
+        print(f"harness: error: {describe_config_error(exc, args)}", file=sys.stderr)
         code = EXIT_INPUT
     if argv is None:
         sys.exit(code)

@@ -1,4 +1,9 @@
-"""Atomic file writes: a temporary file in the same directory, then ``os.replace``."""
+"""Atomic file writes: a temporary file in the same directory, then ``os.replace``.
+
+The file gets the mode a plain ``open(path, "w")`` would give it (0666 masked by the
+process umask, 0644 under the usual 022), not the private 0600 of ``mkstemp``, so
+colleagues on a shared file system and the workers of a cluster launcher can read runs.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -6,6 +11,13 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Iterator
+
+
+def umask_mode() -> int:
+    """The permission bits a normal ``open()`` gives a new file under the current umask."""
+    current = os.umask(0)  # reading the umask means setting it: put it straight back
+    os.umask(current)
+    return 0o666 & ~current
 
 
 @contextlib.contextmanager
@@ -21,6 +33,7 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, umask_mode())
         os.replace(tmp_path, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -52,8 +52,17 @@ def _missing_config_line(text: str) -> Optional[str]:
     return f"config not found: {path!r}"
 
 
-def describe_config_error(exc: BaseException) -> str:
-    """One line naming what is wrong with a composed config (file, key and rule)."""
+def describe_config_error(exc: BaseException, overrides: Sequence[str] = ()) -> str:
+    """One line naming what is wrong with a composed config (file, key and rule).
+
+    ``overrides``: the command line's overrides; with them an unknown key or a wrong type
+    names the option file the user chose (see :mod:`harness.config_errors`).
+    """
+    from harness.config_errors import describe_key_error
+
+    keyed = describe_key_error(exc, overrides, CONF_DIR)
+    if keyed:
+        return keyed
     chain: List[BaseException] = []
     e: Optional[BaseException] = exc
     while e is not None and len(chain) < 6:
@@ -89,6 +98,7 @@ def describe_config_error(exc: BaseException) -> str:
             if not ln or ln.startswith(("full_key", "object_type", "reference_type", "To append",
                                         "Set the environment")):
                 continue
+            ln = ln.rstrip(".;: ")
             if ln not in reasons and "$VALUE" not in ln:
                 reasons.append(ln)
     reason = "; ".join(reasons[:3]) if reasons else type(exc).__name__
@@ -129,5 +139,5 @@ def compose(overrides: Sequence[str] = ()):
             return hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides))
     except Exception as exc:
         if is_config_error(exc):
-            raise HarnessInputError(describe_config_error(exc)) from exc
+            raise HarnessInputError(describe_config_error(exc, overrides)) from exc
         raise

@@ -39,9 +39,19 @@ def test_console_script_is_the_same_as_python_m(tmp_path):
 
 @pytest.mark.parametrize("args, expected", [
     (["+case=load_transfer/unifrom_pressure"], r"unknown case 'load_transfer/unifrom_pressure'; did you mean: load_transfer/uniform_pressure"),
-    (["+case=load_transfer/uniform_pressure", "source.n_ring=3"], r"source\.n_ring: .*Key 'n_ring' not in 'AnalyticRingSourceConf'"),
-    (["+case=load_transfer/uniform_pressure", "source.n_rings=abc"], r"source\.n_rings: .*could not be converted to Integer"),
-    (["+case=load_transfer/uniform_pressure", "case.gatez=[e_F]"], r"case\.gatez: .*not in 'CaseConf'"),
+    (["+case=load_transfer/uniform_pressure", "source.n_ring=3"],
+     r"^harness: error: source \(conf/source/analytic_uniform\.yaml\): unknown key 'n_ring'; valid keys: "
+     r"amplitude, n_rings, p0, .* \(did you mean 'n_rings'\?\)$"),
+    (["+case=load_transfer/uniform_pressure", "source.n_rings=abc"],
+     r"^harness: error: source \(conf/source/analytic_uniform\.yaml\): n_rings: expected int, got 'abc' \(str\)$"),
+    (["+case=load_transfer/uniform_pressure", "case.gatez=[e_F]"],
+     r"^harness: error: case \(conf/case/load_transfer/uniform_pressure\.yaml\): unknown key 'gatez'; "
+     r"valid keys: adapter, .* \(did you mean 'gates'\?\)$"),
+    (["+case=load_transfer/uniform_pressure", "tracking.timeout_s=soon"],
+     r"^harness: error: tracking \(conf/tracking/local\.yaml\): timeout_s: expected float, got 'soon' \(str\)$"),
+    (["+case=load_transfer/uniform_pressure", "operator.surface.resolutio=3"],
+     r"^harness: error: operator \(conf/operator/conservative_matrix\.yaml\): unknown key 'surface\.resolutio'; "
+     r"valid keys of operator\.surface: .*resolution.* \(did you mean 'resolution'\?\)$"),
     (["+case=load_transfer/uniform_pressure", "gate=strict"], r"unknown gate 'strict'"),
 ])
 def test_invalid_config_exits_2_with_one_line(tmp_path, args, expected):
