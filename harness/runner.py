@@ -22,6 +22,7 @@ from harness import gates as G
 from harness import tracking
 from harness.atomic import atomic_write_text
 from harness.context import CaseResult, HarnessInputError, RunContext, _json_default
+from harness.inputs import resolve_input_paths
 from harness.manifest import build_manifest, canonical_json, git_state, sha256_text
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,7 @@ def run_case_config(cfg: DictConfig, run_dir: Path, *, command: Sequence[str] = 
                 {k: v for k, v in resolved.items() if k != "hydra"})))
             ctx.outputs.append((run_dir / "config.yaml").resolve())
             adapter = load_adapter(cfg.case.adapter)
+            resolve_input_paths(cfg)  # relative input files: launch directory, then shipped files
         with ctx.stage("run"):
             result = adapter(cfg, ctx)
         if not isinstance(result, CaseResult):
