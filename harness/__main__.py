@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from harness.compose import CONF_DIR, CONFIG_NAME, describe_config_error, is_config_error, register_resolvers
+from harness import interrupt
 from harness.context import HarnessInputError
 from harness.gates import EXIT_INPUT
 
@@ -104,10 +105,10 @@ def run_suite(overrides: Sequence[str]) -> int:
     return code
 
 
-def _close_parents(reason: str) -> None:
+def _close_parents(reason: str, status: str = "FAILED") -> None:
     """A sweep that stopped before its study leaves no parent run RUNNING."""
     if "harness.studies" in sys.modules:
-        sys.modules["harness.studies"].close_open_parents(reason.splitlines()[0] if reason else "aborted")
+        sys.modules["harness.studies"].close_open_parents(reason.splitlines()[0] if reason else "aborted", status)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -116,6 +117,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let composition errors reach us, to exit 2
+    interrupt.install()
     try:
         if not _selects_case(args) and not _hydra_flag(args):
             code = run_suite(args)
@@ -126,6 +128,10 @@ def main(argv: Optional[List[str]] = None) -> int:
 
             # jobs of a parallel launcher ran in other processes: their codes come from the study
             code = max(_State.exit_code, last_exit_code())
+    except KeyboardInterrupt as exc:  # SIGINT/SIGTERM: one line; the run's records say the rest
+        _close_parents(interrupt.describe(exc), "KILLED")
+        print(f"harness: {interrupt.describe(exc)}", file=sys.stderr, flush=True)
+        code = interrupt.EXIT_INTERRUPTED
     except HarnessInputError as exc:
         _close_parents(str(exc))
         print(f"harness: error: {exc}", file=sys.stderr)

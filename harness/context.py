@@ -57,14 +57,28 @@ class RunContext:
     inputs: List[Path] = field(default_factory=list)
     outputs: List[Path] = field(default_factory=list)
 
+    stages_open: List[str] = field(default_factory=list)
+
+    @property
+    def active_stage(self) -> Optional[str]:
+        """The innermost stage running now (None between stages)."""
+        return self.stages_open[-1] if self.stages_open else None
+
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:
         """Time a stage (seconds, wall clock); shown in the manifest as ``timings[name]``."""
         start = time.perf_counter()
+        self.stages_open.append(name)
+        interrupted = False
         try:
             yield
+        except KeyboardInterrupt:  # SIGINT/SIGTERM: the stage it stopped stays open (not completed)
+            interrupted = True
+            raise
         finally:
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+            if not interrupted and self.stages_open and self.stages_open[-1] == name:
+                self.stages_open.pop()
 
     def add_input(self, path: Path | str) -> Path:
         """Declare an input file: its SHA-256 and size go to the manifest."""

@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import socket
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from harness import gates as G
-from harness import tracking
+from harness import interrupt, tracking
 from harness.atomic import atomic_write_text
 from harness.context import CaseResult, HarnessInputError, RunContext, _json_default
 from harness.inputs import resolve_input_paths
@@ -53,6 +54,8 @@ class Outcome:
             return G.EXIT_INPUT
         if self.status == STATUS_ERROR:
             return G.EXIT_FAIL
+        if self.status == interrupt.STATUS_INTERRUPTED:
+            return interrupt.EXIT_INTERRUPTED
         return G.exit_code(self.verdict)
 
     def line(self) -> str:
@@ -120,10 +123,24 @@ def gate_bands(cfg: DictConfig):
 
 def run_case_config(cfg: DictConfig, run_dir: Path, *, command: Sequence[str] = (),
                     overrides: Sequence[str] = (), parent_run_id: Optional[str] = None) -> Outcome:
-    """Run the composed case ``cfg`` in ``run_dir`` and record it; never raises for a gate."""
-    run_dir = Path(run_dir)
+    """Run the composed case ``cfg`` in ``run_dir`` and record it; never raises for a gate.
+
+    SIGINT/SIGTERM (KeyboardInterrupt) is recorded as status ``interrupted`` (see
+    :mod:`harness.interrupt`) and re-raised as :class:`harness.interrupt.Interrupted`.
+    """
+    ctx = RunContext(run_dir=Path(run_dir))
+    started = time.perf_counter()
+    try:
+        return _run_case_config(cfg, ctx, command=command, overrides=overrides, parent_run_id=parent_run_id)
+    except KeyboardInterrupt as exc:
+        raise interrupt.record(exc, cfg, ctx, started, command=command, overrides=overrides,
+                               parent_run_id=parent_run_id) from None
+
+
+def _run_case_config(cfg: DictConfig, ctx: RunContext, *, command: Sequence[str] = (),
+                     overrides: Sequence[str] = (), parent_run_id: Optional[str] = None) -> Outcome:
+    run_dir = ctx.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
-    ctx = RunContext(run_dir=run_dir)
     case_name = str(OmegaConf.select(cfg, "case.name", default="?"))
     key_metrics = list(OmegaConf.select(cfg, "case.key_metrics", default=[]) or [])
     status, message, result = STATUS_OK, None, CaseResult(metrics={})
@@ -169,7 +186,8 @@ def run_case_config(cfg: DictConfig, run_dir: Path, *, command: Sequence[str] = 
     git = git_state()  # once per run: the manifest and the MLflow tags carry the same state
     with ctx.stage("records"):
         _write_records(ctx, outcome, result, gate_results, resolved, config_sha, command, overrides, git)
-    _track(cfg, resolved, outcome, result, config_sha, parent_run_id, git)
+    with ctx.stage("tracking"):
+        _track(cfg, resolved, outcome, result, config_sha, parent_run_id, git)
     atomic_write_text(run_dir / "outcome.json", json.dumps(outcome.as_dict(), indent=2, default=_json_default))
     return outcome
 
@@ -231,7 +249,7 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
     record = {"state": "unsent", "uri": str(tcfg.uri), "artifact_root": tcfg.get("artifact_root"),
               "experiment": tracking.experiment_name(str(tcfg.experiment_prefix), family),
               "run_name": outcome.case, "tags": tags, "parent_run_id": parent_run_id,
-              "status": "FINISHED" if outcome.status == STATUS_OK else "FAILED",
+              "status": {STATUS_OK: "FINISHED", interrupt.STATUS_INTERRUPTED: "KILLED"}.get(outcome.status, "FAILED"),
               "run_uid": tracking.new_run_uid(), "run_id": None, "error": None,
               "worker": {"host": socket.gethostname(), "pid": os.getpid()}}
     params = tracking.flatten({k: v for k, v in resolved.items() if k not in ("hydra",)})

@@ -183,8 +183,12 @@ def record_run(*, uri: str, artifact_root: Optional[str], experiment: str, run_n
         exp_id = ensure_experiment(uri, experiment, artifact_root)
         run_id = start_run(uri, exp_id, run_name, parent_run_id,
                            tags={RUN_UID_TAG: run_uid} if run_uid else None)
-        log_batch(uri, run_id, params=params, metrics=metrics, series=series, tags=tags)
-        log_artifacts(uri, run_id, artifacts_dir)
+        try:
+            log_batch(uri, run_id, params=params, metrics=metrics, series=series, tags=tags)
+            log_artifacts(uri, run_id, artifacts_dir)
+        except KeyboardInterrupt:  # SIGINT/SIGTERM while logging: the started run ends KILLED
+            end_run(uri, run_id, "KILLED")
+            raise
         end_run(uri, run_id, status)
         return run_id
     except (MlflowException, OSError) as exc:

@@ -64,3 +64,73 @@ def test_wall_loads_path_is_resolved_in_the_shared_place(tmp_path):
     cfg = compose(["+case=load_transfer/uniform_pressure", "source=wall_loads_file", "source.path=x.wall-loads.v1.h5"])
     assert resolve_input_paths(cfg, base=tmp_path) == [tmp_path / "x.wall-loads.v1.h5"]
     assert cfg.source.path == str(tmp_path / "x.wall-loads.v1.h5")
+
+
+# -- SIGINT / SIGTERM: one line, records with status interrupted, MLflow KILLED, exit 130 ----
+
+HELPERS = Path(__file__).resolve().parent / "helpers"
+SLEEPY = ["+case=load_transfer/uniform_pressure", "case.adapter=sleepy_adapter:run"]
+
+
+def signalled(args, outputs: Path, sig) -> subprocess.CompletedProcess:
+    """Run the CLI, wait until a run of the sleepy adapter has started, send ``sig``."""
+    import signal as _signal  # noqa: F401 - sig is a signal.Signals
+    import time
+
+    env = dict(os.environ, HARNESS_OUTPUTS=str(outputs),
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(HELPERS), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(outputs.rglob("started")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_sigterm_mid_run_records_an_interrupted_run(tmp_path, tracking_uri):
+    import signal
+
+    from mlflow.tracking import MlflowClient
+
+    res = signalled([*SLEEPY, "+case.params.sleep_s=120", f"tracking.uri={tracking_uri}"], tmp_path, signal.SIGTERM)
+    assert res.returncode == 130, res.stdout + res.stderr
+    assert res.stdout == "" and "Traceback" not in res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and " interrupted (SIGTERM) after " in lines[0] and " in stage run;" in lines[0], lines
+    run_dir = last_run(tmp_path, "load_transfer/uniform_pressure")
+    outcome = json.loads((run_dir / "outcome.json").read_text())
+    assert outcome["status"] == "interrupted" and outcome["exit_code"] == 130
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+    assert manifest["interrupted"]["stage"] == "run" and manifest["interrupted"]["stages_completed"] == ["resolve"]
+    assert manifest["interrupted"]["signal"] == "SIGTERM" and manifest["interrupted"]["after_s"] >= 0
+    run = MlflowClient(tracking_uri).get_run(outcome["mlflow_run_id"])
+    assert run.info.status == "KILLED" and run.data.tags["status"] == "interrupted"
+    assert outcome["mlflow_run_id"] in lines[0]
+
+
+def test_sigint_in_a_sweep_kills_the_parent_and_keeps_finished_jobs(tmp_path, tracking_uri):
+    import signal
+
+    from mlflow.tracking import MlflowClient
+
+    res = signalled(["-m", *SLEEPY, "+case.params.sleep_s=0,120,0", f"tracking.uri={tracking_uri}"],
+                    tmp_path, signal.SIGINT)
+    assert res.returncode == 130, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr and len([ln for ln in res.stderr.splitlines() if ln.strip()]) == 1
+    sweep = sorted((tmp_path / "sweeps" / "load_transfer/uniform_pressure").iterdir())[-1]
+    state = json.loads((sweep / "study_state.json").read_text())
+    client = MlflowClient(tracking_uri)
+    parent = client.get_run(state["parent_run_id"])
+    assert parent.info.status == "KILLED"
+    children = {r.info.run_id: r for r in client.search_runs(
+        [parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'")}
+    done = json.loads((sweep / "0" / "outcome.json").read_text())
+    stopped = json.loads((sweep / "1" / "outcome.json").read_text())
+    assert done["status"] == "ok" and children[done["mlflow_run_id"]].info.status == "FINISHED"
+    assert children[done["mlflow_run_id"]].data.metrics["e_F"] == done["metrics"]["e_F"]
+    assert stopped["status"] == "interrupted" and children[stopped["mlflow_run_id"]].info.status == "KILLED"
+    assert len(children) == 2 and not (sweep / "2").exists()  # the third job never started
