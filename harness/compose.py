@@ -24,6 +24,10 @@ def default_outputs() -> str:
 def register_resolvers() -> None:
     if not OmegaConf.has_resolver("harness_outputs"):
         OmegaConf.register_new_resolver("harness_outputs", default_outputs)
+    if not OmegaConf.has_resolver("harness_launchers"):
+        from harness.launchers import help_text
+
+        OmegaConf.register_new_resolver("harness_launchers", help_text)
     if not OmegaConf.has_resolver("harness_uid"):
         OmegaConf.register_new_resolver("harness_uid", lambda: uuid.uuid4().hex[:8], use_cache=True)
 

@@ -63,7 +63,7 @@ class Outcome:
         shown = [f"{k}={_fmt(self.metrics[k])}" for k in self.key_metrics if k in self.metrics]
         parts = [self.case, self.verdict.upper() if self.status == STATUS_OK else self.status.upper(),
                  *shown, f"run={self.mlflow_run_id or '-'}"]
-        if self.message:
+        if self.message and self.status != STATUS_TRACKING:  # that error went to stderr (logged once)
             parts.append(f"({self.message})")
         return "  ".join(parts)
 
