@@ -99,6 +99,10 @@ def ensure_experiment(uri: str, name: str, artifact_root: Optional[str]) -> str:
     """The id of experiment ``name``, created (with its artifact location) if absent."""
     from mlflow.exceptions import MlflowException
 
+    from harness import mlflow_sqlite
+
+    artifact_root = artifact_root or mlflow_sqlite.default_artifact_root(uri)  # never ./mlruns of the cwd
+    mlflow_sqlite.create_store(uri, artifact_root)  # a new store's Default experiment stays inside too
     c = client(uri)
     exp = c.get_experiment_by_name(name)
     if exp is not None:
@@ -176,9 +180,14 @@ def record_run(*, uri: str, artifact_root: Optional[str], experiment: str, run_n
 
     Raises TrackingError with a one-line reason when the store is unreachable.
     """
+    probe(uri, timeout_s)
+    fast = _record_fast(uri=uri, experiment=experiment, run_name=run_name, params=params, metrics=metrics,
+                        series=series, tags=tags, artifacts_dir=artifacts_dir, status=status,
+                        parent_run_id=parent_run_id, run_uid=run_uid)
+    if fast is not None:
+        return fast
     from mlflow.exceptions import MlflowException
 
-    probe(uri, timeout_s)
     try:
         exp_id = ensure_experiment(uri, experiment, artifact_root)
         run_id = start_run(uri, exp_id, run_name, parent_run_id,
@@ -194,6 +203,36 @@ def record_run(*, uri: str, artifact_root: Optional[str], experiment: str, run_n
     except (MlflowException, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TrackingError(f"tracking store {uri}: {first}") from exc
+
+
+def _record_fast(*, uri: str, experiment: str, run_name: str, params: Mapping[str, str],
+                 metrics: Mapping[str, float], series: Mapping[str, Sequence[float]], tags: Mapping[str, str],
+                 artifacts_dir: Path, status: str, parent_run_id: Optional[str],
+                 run_uid: Optional[str]) -> Optional[str]:
+    """:func:`record_run` for an existing local sqlite store without importing MLflow
+    (:mod:`harness.mlflow_sqlite`): the same rows as the client calls below; None when it
+    does not apply (no store yet, new experiment, another schema) and MLflow must do it."""
+    import sqlite3
+
+    from harness import mlflow_sqlite
+
+    db = mlflow_sqlite.usable(uri)
+    if db is None:
+        return None
+    now = int(time.time() * 1000)
+    p = {k[:250]: str(v)[:MAX_PARAM_VALUE] for k, v in dict(params).items()}
+    m = [(k, _finite(v), now, 0) for k, v in dict(metrics).items()]
+    for name, values in dict(series).items():
+        m.extend((name, _finite(v), now, i) for i, v in enumerate(values))
+    start_tags = {RUN_UID_TAG: run_uid} if run_uid else {}
+    if parent_run_id:
+        start_tags["mlflow.parentRunId"] = parent_run_id
+    try:
+        return mlflow_sqlite.record_run(db, experiment=experiment, run_name=run_name, params=p, metrics=m,
+                                        tags={k: str(v) for k, v in dict(tags).items()}, start_tags=start_tags,
+                                        artifacts_dir=Path(artifacts_dir), status=status)
+    except (sqlite3.Error, OSError) as exc:
+        raise TrackingError(f"tracking store {uri}: {exc}") from exc
 
 
 def find_run_by_uid(uri: str, experiment_id: str, run_uid: str):
