@@ -7,6 +7,12 @@ role=bench (the benchmark):
   * launchers: the same ``sweep_jobs`` equal CPU-bound jobs (role=work) are swept twice with
     the CLI, basic launcher then joblib with ``workers`` processes, into one pre-created
     store; speed-up = wall(basic) / wall(joblib), both measured in this run.
+  * cli: the whole command a user runs, ``python -m harness +case=<cli_case>``, timed as a
+    process (interpreter start, imports, composition, model, records) with tracking=none and
+    tracking=local, alternating, ``cli_repeats`` times each, after one warm-up with
+    tracking=local that creates the store and the family's experiment (a store's first run
+    pays MLflow's schema creation once); added cost of local tracking = best(local) -
+    best(none) [s], both measured in this run.
 role=work: one job of that comparison: ``work_repeats`` LU factorisations and solves of a
   fixed, well-conditioned ``work_n`` x ``work_n`` system; metric work_residual (relative).
 """
@@ -15,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -35,7 +42,7 @@ def _params(cfg) -> Dict[str, Any]:
     p = OmegaConf.to_container(cfg.case.params, resolve=True) or {}
     if p.get("role") not in ("bench", "work"):
         raise HarnessInputError(f"case.params.role: must be 'bench' or 'work', got {p.get('role')!r}")
-    for key in ("overhead_cases", "sweep_jobs", "workers", "work_n", "work_repeats"):
+    for key in ("overhead_cases", "sweep_jobs", "workers", "work_n", "work_repeats", "cli_repeats"):
         v = p.get(key)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise HarnessInputError(f"case.params.{key}: must be an integer >= 1, got {v!r}")
@@ -88,6 +95,31 @@ def _sweep(p: Dict[str, Any], outputs: Path, launcher: List[str]) -> Dict[str, A
     return {"launcher": " ".join(launcher) or "basic", "wall_s": wall, "jobs": p["sweep_jobs"]}
 
 
+def _cli_once(p: Dict[str, Any], outputs: Path, tracking: str) -> float:
+    """Wall time [s] of one whole CLI process; checks it ran and (local) recorded an MLflow run."""
+    cmd = [sys.executable, "-m", "harness", f"+case={p['cli_case']}", f"tracking={tracking}"]
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, env=_env(outputs), capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - t0
+    recorded = re.search(r"run=[0-9a-f]{32}", res.stdout) is not None
+    if res.returncode != 0 or recorded != (tracking == "local"):
+        raise RuntimeError(f"CLI tracking={tracking} failed ({res.returncode}): "
+                           f"{(res.stdout + res.stderr).strip().splitlines()[-3:]}")
+    return wall
+
+
+def _cli(p: Dict[str, Any], outputs: Path) -> Dict[str, Any]:
+    """tracking=local against tracking=none as whole processes, alternating (see module docstring)."""
+    warmup = _cli_once(p, outputs, "local")
+    runs = []
+    for i in range(p["cli_repeats"]):
+        for tracking in ("none", "local") if i % 2 == 0 else ("local", "none"):
+            runs.append({"tracking": tracking, "wall_s": _cli_once(p, outputs, tracking)})
+    best = {t: min(r["wall_s"] for r in runs if r["tracking"] == t) for t in ("none", "local")}
+    return {"case": p["cli_case"], "warmup_ran": True, "warmup_local_s": warmup, "runs": runs,
+            "none_best_s": best["none"], "local_best_s": best["local"], "added_s": best["local"] - best["none"]}
+
+
 def run(cfg, ctx: RunContext) -> CaseResult:
     p = _params(cfg)
     if p["role"] == "work":
@@ -106,16 +138,20 @@ def run(cfg, ctx: RunContext) -> CaseResult:
     with ctx.stage("sweeps"):
         basic = _sweep(p, sweeps, [])
         joblib = _sweep(p, sweeps, ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={p['workers']}"])
-    ctx.write_json("bench.json", {"overhead_cases": cases, "sweeps": [basic, joblib]})
+    with ctx.stage("cli"):
+        cli = _cli(p, inner / "cli")
+    ctx.write_json("bench.json", {"overhead_cases": cases, "sweeps": [basic, joblib], "cli": cli})
     metrics = {"overhead_median_s": statistics.median(overheads), "overhead_max_s": max(overheads),
                "overhead_min_s": min(overheads), "case_total_median_s": statistics.median(c["total_s"] for c in cases),
                "basic_wall_s": basic["wall_s"], "joblib_wall_s": joblib["wall_s"],
-               "joblib_speedup": basic["wall_s"] / joblib["wall_s"]}
+               "joblib_speedup": basic["wall_s"] / joblib["wall_s"],
+               "cli_none_s": cli["none_best_s"], "cli_local_s": cli["local_best_s"],
+               "cli_tracking_added_s": cli["added_s"], "cli_warmup_ran": 1.0}
     log.info("harness overhead median %.3g s; joblib speed-up %.3g", metrics["overhead_median_s"],
              metrics["joblib_speedup"])
     return CaseResult(metrics=metrics, series={"overhead_s": overheads},
                       info={"overhead_cases": p["overhead_cases"], "sweep_jobs": p["sweep_jobs"],
-                            "workers": p["workers"]})
+                            "workers": p["workers"], "cli_repeats": p["cli_repeats"], "cli_warmup_ran": True})
 
 
 def _overhead_worker(spec: Dict[str, Any]) -> List[Dict[str, float]]:

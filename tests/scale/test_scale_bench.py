@@ -20,7 +20,7 @@ FULL = os.environ.get("HARNESS_FULL") == "1"
 def test_harness_overhead_benchmark_logs_what_it_measured(tmp_path, sc):
     out = tmp_path / "outputs"
     small = [] if FULL else ["case.params.overhead_cases=2", "case.params.sweep_jobs=2",
-                             "case.params.work_repeats=10"]
+                             "case.params.work_repeats=10", "case.params.cli_repeats=1"]
     res = sc.harness(["+case=bench/harness_overhead", *small], out, timeout=1800)
     assert res.returncode in (0, 1), res.stdout + res.stderr  # a missed target is a gate verdict, not a crash
     assert "bench/harness_overhead" in res.stdout
@@ -38,7 +38,18 @@ def test_harness_overhead_benchmark_logs_what_it_measured(tmp_path, sc):
     basic, joblib = bench["sweeps"]
     assert basic["launcher"] == "basic" and joblib["launcher"].startswith("hydra/launcher=joblib")
     assert m["joblib_speedup"] == pytest.approx(basic["wall_s"] / joblib["wall_s"], rel=1e-12)
-    assert set(metrics["gates"]) == {"overhead_median_s", "joblib_speedup"}
+    assert set(metrics["gates"]) == {"overhead_median_s", "joblib_speedup", "cli_tracking_added_s"}
+    # the whole CLI: tracking=local against tracking=none, alternating, after a warm-up
+    cli = bench["cli"]
+    assert cli["warmup_ran"] and m["cli_warmup_ran"] == 1.0
+    assert sorted(r["tracking"] for r in cli["runs"]) == sorted(["local", "none"] * (5 if FULL else 1))
+    best = {t: min(r["wall_s"] for r in cli["runs"] if r["tracking"] == t) for t in ("local", "none")}
+    assert m["cli_tracking_added_s"] == pytest.approx(best["local"] - best["none"], rel=1e-12)
+    assert (m["cli_local_s"], m["cli_none_s"]) == (best["local"], best["none"])
+    assert metrics["gates"]["cli_tracking_added_s"]["band"]["pass_max"] == 0.8
+    cli_store = MlflowClient(f"sqlite:///{run_dir / 'inner' / 'cli' / 'mlflow.db'}")
+    cli_exp = cli_store.get_experiment_by_name("harness/load_transfer")
+    assert len(cli_store.search_runs([cli_exp.experiment_id])) == 1 + (5 if FULL else 1)  # warm-up + local runs
     assert metrics["gates"]["joblib_speedup"]["band"]["pass_min"] == 1.6
     # both inner sweeps recorded every job as a child run of their parent
     client = MlflowClient(f"sqlite:///{run_dir / 'inner' / 'sweeps' / 'mlflow.db'}")
