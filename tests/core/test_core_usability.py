@@ -164,3 +164,36 @@ def test_help_lists_the_installed_launchers(tmp_path):
             # the option the line names exists: a config of ours or of the plugin
             assert (ROOT / "conf/hydra/launcher" / f"{name}.yaml").is_file() or name in ("joblib", "ray")
     assert len(names) == len(LAUNCHERS)
+
+
+# -- shared run directories: files get the umask mode of a plain open(), not mkstemp's 0600 ---
+
+def test_run_and_study_files_get_the_mode_of_the_umask(tmp_path, tracking_uri):
+    """umask 002 (a group share): every file is 0664, the study table and figures included."""
+    from harness.atomic import atomic_write_text, umask_mode
+
+    old = os.umask(0o022)
+    try:
+        assert umask_mode() == 0o644
+        plain = atomic_write_text(tmp_path / "umask022" / "plain.txt", "x")
+        assert stat.S_IMODE(plain.stat().st_mode) == 0o644
+    finally:
+        os.umask(old)
+
+    out = tmp_path / "outputs"
+    res = cli(["-m", "+case=load_transfer/inscribed_surface", "+study=load_transfer/mesh_refinement",
+               "operator.surface.resolution=4,8",  # two levels are enough here
+               f"tracking.uri={tracking_uri}", f"tracking.artifact_root={out / 'mlartifacts'}",
+               "tracking.experiment_prefix=modes/"],
+              out, preexec_fn=lambda: os.umask(0o002))
+    assert res.returncode == 0, res.stdout + res.stderr
+    sweep = sorted((out / "sweeps" / "load_transfer/inscribed_surface").iterdir())[-1]
+    files = [p for p in out.rglob("*") if p.is_file()]
+    names = {p.name for p in files}
+    assert {"table.csv", "study.json", "convergence.png", "manifest.json", "outcome.json", "metrics.json",
+            "config.yaml", "study_state.json"} <= names, names
+    assert (sweep / "study" / "table.csv").is_file() and list((sweep / "study").glob("*.png"))
+    assert any("mlartifacts" in p.parts for p in files)  # the MLflow artifact copies too
+    wrong = {str(p.relative_to(out)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files
+             if stat.S_IMODE(p.stat().st_mode) != 0o664}
+    assert not wrong, wrong
