@@ -26,6 +26,16 @@ def test_help_lists_cases_and_every_group(tmp_path):
                   "operator:", "source:", "integrator:", "study/load_transfer:"):
         assert group in out, group
     assert "mesh_refinement" in out and "Exit codes" in out
+    # the sweep launchers installed here, one line each on how to pick them
+    from harness.launchers import LAUNCHERS, installed
+
+    names = [n for n, _ in installed()]
+    assert {"joblib", "ray", "ray_cluster", "slurm"} <= set(names) and len(names) == len(LAUNCHERS)
+    for name, how in installed():
+        line = next(ln for ln in out.splitlines() if ln.strip().startswith(name + " "))
+        assert how in line and (name == "basic" or f"hydra/launcher={name}" in line)
+        if name in ("ray_cluster", "slurm"):  # our own launcher configs
+            assert (ROOT / "conf/hydra/launcher" / f"{name}.yaml").is_file()
 
 
 def test_console_script_is_the_same_as_python_m(tmp_path):
@@ -104,7 +114,12 @@ def test_unreachable_store_exits_2_and_keeps_the_run_directory(tmp_path):
     res = harness(["+case=load_transfer/uniform_pressure", "tracking.uri=http://127.0.0.1:9",
                    "tracking.timeout_s=2"], tmp_path)
     assert res.returncode == 2
-    assert "unreachable" in res.stdout + res.stderr
+    # the error on stderr, once; stdout holds only the case line
+    out = [ln for ln in res.stdout.splitlines() if ln.strip()]
+    assert len(out) == 1 and out[0].startswith("load_transfer/uniform_pressure  TRACKING_ERROR  "), out
+    assert "unreachable" not in res.stdout
+    assert res.stderr.count("tracking store http://127.0.0.1:9 unreachable") == 1, res.stderr
+    assert "python -m harness.sync" in res.stderr
     run_dir = next((tmp_path / "runs" / "load_transfer" / "uniform_pressure").iterdir())
     for name in ("config.yaml", "metrics.json", "manifest.json", "outcome.json", "force.png"):
         assert (run_dir / name).is_file(), name
