@@ -117,7 +117,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let composition errors reach us, to exit 2
-    interrupt.install()
+    previous_handlers = interrupt.install()
     try:
         if not _selects_case(args) and not _hydra_flag(args):
             code = run_suite(args)
@@ -144,6 +144,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         code = EXIT_INPUT
     if argv is None:
         sys.exit(code)
+    interrupt.restore(previous_handlers)
     return code
 
 

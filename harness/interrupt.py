@@ -44,11 +44,17 @@ def _handler(signum: int, frame: Any) -> None:
     raise Interrupted(signal.Signals(signum).name)
 
 
-def install() -> None:
-    """Route SIGINT and SIGTERM to :class:`Interrupted` (main thread only)."""
+def install() -> Dict[int, Any]:
+    """Route SIGINT and SIGTERM to :class:`Interrupted` (main thread only); returns the
+    previous handlers for :func:`restore`."""
     _state["raised"] = False
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _handler)
+    return {sig: signal.signal(sig, _handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def restore(previous: Dict[int, Any]) -> None:
+    """Put back the handlers :func:`install` replaced (an in-process ``main(argv)`` call)."""
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 def signal_name(exc: BaseException) -> str:
