@@ -2,7 +2,7 @@
 
 With no case, runs the default suite (``suite`` in conf/config.yaml). Prints one line
 per case: case, verdict, key metrics, MLflow run id. Exit code: 0 pass/warn, 1 a gate
-failed, 2 invalid config or input.
+failed, 2 invalid config or input, 130 interrupted (SIGINT/SIGTERM, see harness.interrupt).
 """
 from __future__ import annotations
 
