@@ -84,11 +84,15 @@ def record(exc: BaseException, cfg: Any, ctx: Any, started: float, *, command: S
     from harness.manifest import git_state
 
     elapsed = time.perf_counter() - started
-    stage = ctx.stages_open[0] if ctx.stages_open else "records"  # the runner's stage (outermost)
     completed = [s for s in ctx.timings if s not in ctx.stages_open]
+    if ctx.stages_open:  # the runner's stage (the outermost one open)
+        stage, where = ctx.stages_open[0], f"in stage {ctx.stages_open[0]}"
+    else:  # between two stages
+        stage = f"after {completed[-1]}" if completed else "setup"
+        where = f"after stage {completed[-1]}" if completed else "before the first stage"
     case = str(OmegaConf.select(cfg, "case.name", default="?"))
     sig = signal_name(exc)
-    message = f"interrupted ({sig}) after {elapsed:.1f} s in stage {stage}"
+    message = f"interrupted ({sig}) after {elapsed:.1f} s {where}"
     outcome = runner.Outcome(case=case, verdict="fail", metrics={}, gates={}, run_dir=ctx.run_dir,
                              status=STATUS_INTERRUPTED, message=message)
     block: Dict[str, Any] = {"signal": sig, "stage": stage, "after_s": round(elapsed, 3),
@@ -106,7 +110,7 @@ def record(exc: BaseException, cfg: Any, ctx: Any, started: float, *, command: S
         manifest = json.loads(manifest_path.read_text())
         manifest["interrupted"] = block
         atomic_write_text(manifest_path, json.dumps(manifest, indent=2, default=_json_default))
-        if stage != "tracking":  # interrupted while recording: tracking ended that run KILLED
+        if stage not in ("tracking", "after tracking"):  # tracking ended a started run KILLED itself
             runner._track(cfg, resolved, outcome, result, sha, parent_run_id, git)
         atomic_write_text(ctx.run_dir / "outcome.json",
                           json.dumps(outcome.as_dict(), indent=2, default=_json_default))
