@@ -133,12 +133,24 @@ class StudyCallback(Callback):
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
         sweep_dir.mkdir(parents=True, exist_ok=True)
         pins: Dict[str, str] = {"hydra.sweep.dir": str(sweep_dir)}
+        per_job = 0
         if str(OmegaConf.select(config, "study.kind", default="")) == "validation":
             from harness import validation  # the samples become the sweep before anything is recorded
+            from harness.context import HarnessInputError
 
-            pins.update(validation.plan_sweep(config))
+            try:
+                per_job = validation.plan_sweep(config)
+            except HarnessInputError as exc:  # Hydra turns a callback's exception into a warning
+                print(f"harness: error: {exc}", file=sys.stderr, flush=True)
+                raise SystemExit(G.EXIT_INPUT) from None
+            except Exception:  # noqa: BLE001 - would become a warning and a sweep without samples
+                log.exception("validation: the sweep could not be planned")
+                raise SystemExit(G.EXIT_FAIL) from None
+        n_jobs = count_jobs(config)
+        if n_jobs is not None and per_job:
+            n_jobs *= per_job
         state: Dict[str, Any] = {"sweep_dir": str(sweep_dir), "parent_run_id": None, "tracking_uri": None,
-                                 "n_jobs": count_jobs(config), "run_uid": tracking.new_run_uid(),
+                                 "n_jobs": n_jobs, "run_uid": tracking.new_run_uid(),
                                  "notes": sweep_notes(config)}
         if OmegaConf.select(config, "paths.outputs") is not None:
             pins["paths.outputs"] = str(Path(config.paths.outputs).resolve())
