@@ -242,7 +242,7 @@ def for_study(table, study, out_dir: Path, gated: Sequence[str] = ()) -> List[Pa
     """
     from harness import verification as V
 
-    if study is None or "parameter" not in table or len(table) < 2:
+    if study is None or "parameter" not in table or len(table) < 2 or study.get("kind") == "validation":
         return []
     computed = table[table["status"].isin(("ok", "tracking_error"))]
     x = computed["parameter"].to_numpy(float)

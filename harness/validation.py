@@ -296,5 +296,6 @@ def figure(table, meta: Dict[str, Any], k: float, path: Path) -> Path:
         b.set_ylabel(f"E ({q})")
         b.legend(fontsize=7)
         b.grid(alpha=0.3)
-    axes[0, 0].set_title(f"V&V 20 comparison; data: {meta.get('source', '?')}"[:90], fontsize=8)
+    data = "CONSTRUCTED for tests, not measured" if meta.get("constructed") else str(meta.get("citation"))
+    axes[0, 0].set_title(f"ASME V&V 20 comparison (k = {k:g}); data: {data}"[:110], fontsize=8)
     return figures.save(fig, path)
