@@ -246,6 +246,8 @@ def for_study(table, study, out_dir: Path, gated: Sequence[str] = ()) -> List[Pa
         return []
     computed = table[table["status"].isin(("ok", "tracking_error"))]
     x = computed["parameter"].to_numpy(float)
+    if np.sum(np.isfinite(x)) < 2:  # a non-numeric swept key
+        return []
     factor = float(study.get("roundoff_factor") or V.ROUNDOFF_FACTOR)
     bound = V.roundoff_bound(1.0, factor)
     skip = {"job", "case", "status", "verdict", "mlflow_run_id", "parameter"}
@@ -287,5 +289,6 @@ def for_study(table, study, out_dir: Path, gated: Sequence[str] = ()) -> List[Pa
     ax.set_ylabel("metric")
     ax.set_title(f"{study.get('name')}: metrics against parameter (log-log)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
     return [save(fig, Path(out_dir) / "study_metrics.png")]

@@ -96,7 +96,7 @@ def _sweeps(overrides) -> Dict[str, str]:
         return out
     for o in parsed:
         if o.is_sweep_override():
-            out[o.key_or_group] = o.get_value_element_as_str()
+            out[o.key_or_group] = str(o.input_line).split("=", 1)[1]
     return out
 
 
@@ -122,6 +122,14 @@ def sweep_notes(config: DictConfig) -> Dict[str, Any]:
         if len(swept) == 1:
             notes["swept_key"] = next(iter(swept)).lstrip("+~")
     return notes
+
+
+def _safe_notes(config: DictConfig) -> Dict[str, Any]:
+    try:
+        return sweep_notes(config)
+    except Exception as exc:  # noqa: BLE001 - notes never stop a sweep
+        log.warning("study: could not read the sweep's levels: %s", exc)
+        return {}
 
 
 def _no_jobs(sweep_dir: Path) -> bool:
@@ -151,7 +159,7 @@ class StudyCallback(Callback):
             n_jobs *= per_job
         state: Dict[str, Any] = {"sweep_dir": str(sweep_dir), "parent_run_id": None, "tracking_uri": None,
                                  "n_jobs": n_jobs, "run_uid": tracking.new_run_uid(),
-                                 "notes": sweep_notes(config)}
+                                 "notes": _safe_notes(config)}
         if OmegaConf.select(config, "paths.outputs") is not None:
             pins["paths.outputs"] = str(Path(config.paths.outputs).resolve())
         t = OmegaConf.select(config, "tracking")

@@ -197,7 +197,6 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     if params.disk_reference:
         F_disk = float(src.p0) * math.pi * float(src.r_max) ** 2 * float(src.amplitude)
         metrics["e_disk"] = abs(float(np.max(np.abs(F_M))) - F_disk) / F_disk
-        metrics["F_M_max"] = float(np.max(np.abs(F_M)))  # solution quantity of refinement studies [N]
     if params.compare_rotation is not None:
         with ctx.stage("rotated_operator"):
             rot = OmegaConf.merge(cfg.operator, {"surface": {"rotation": float(params.compare_rotation)}})
