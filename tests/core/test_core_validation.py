@@ -75,8 +75,8 @@ def test_reference_data_contract(tmp_path):
 @pytest.mark.slow
 def test_validation_study_end_to_end(harness_env, tracking_uri):
     n = 3
-    res = multirun(["+case=dem/hertz_sphere_wall", "+study=dem/contact_time_validation",
-                    f"study.validation.n_samples={n}"], harness_env)
+    # the README's command, as written
+    res = multirun(["+case=dem/hertz_sphere_wall", "+study=dem/contact_time_validation"], harness_env)
     sweep = sorted((harness_env / "sweeps" / "dem" / "hertz_sphere_wall").iterdir())[-1]
     study = json.loads((sweep / "study" / "study.json").read_text())
     assert study["n_jobs"] == 2 * n and study["n_failed"] == 0, res.stdout + res.stderr
@@ -84,6 +84,7 @@ def test_validation_study_end_to_end(harness_env, tracking_uri):
     val = pd.read_csv(sweep / "study" / "validation.csv")
     ref, meta, _ = validation.load_reference(str(DATA))
     cfg = yaml.safe_load((ROOT / "conf" / "study" / "dem" / "contact_time_validation.yaml").read_text())["study"]["validation"]
+    assert cfg["n_samples"] == n
     samples = validation.lhs_samples(cfg["inputs"], n, cfg["seed"])
     band = validation.G.Band.from_mapping(cfg["band"])
     verdicts = []
