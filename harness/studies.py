@@ -133,7 +133,8 @@ def _safe_notes(config: DictConfig) -> Dict[str, Any]:
 
 
 def _no_jobs(sweep_dir: Path) -> bool:
-    return not any(p.is_dir() and p.name.isdigit() for p in Path(sweep_dir).iterdir())
+    d = Path(sweep_dir)
+    return not d.is_dir() or not any(p.is_dir() and p.name.isdigit() for p in d.iterdir())
 
 
 class StudyCallback(Callback):
@@ -272,8 +273,10 @@ def study_function(kind: str, family: str):
 
 
 def summary_line(summary: Dict[str, Any]) -> str:
+    custom = "verification" not in summary  # a family's kind: its orders and GCI as it named them
     shown = "  ".join(f"{k}={v:.4g}" for k, v in summary["metrics"].items()
-                      if k == "observed_order" or k.startswith("observed_order_ls"))
+                      if (k.startswith("observed_order") and not re.search(r"_\d+_\d+$", k))
+                      or (custom and k.startswith("gci")))
     em = summary.get("error_metric") or {}
     if em.get("at_round_off"):
         shown += f"  {em['name']}=at_round_off(<={em['round_off_bound']:.2g})"
