@@ -74,6 +74,25 @@ def test_reference_data_contract(tmp_path):
 
 @pytest.mark.slow
 def test_validation_study_end_to_end(harness_env, tracking_uri):
+    # 1. solution verification of the contact time in the time step (the README's command)
+    res = multirun(["+case=dem/hertz_sphere_wall", "+study=dem/contact_time_steps"], harness_env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    steps = sorted((harness_env / "sweeps" / "dem" / "hertz_sphere_wall").iterdir())[-1]
+    sv = json.loads((steps / "study" / "study.json").read_text())
+    assert sv["verdict"] == "pass" and abs(sv["metrics"]["observed_order"] - 2.0) < 0.05
+    d = sv["verification"]["duration"]
+    t_ref = pd.read_csv(steps / "study" / "table.csv")["duration_ref"].iloc[0]  # Hertz closed form
+    assert d["convergence"] == "monotonic" and abs(d["f_extrapolated"] - t_ref) <= d["u_num"]
+    cfg = yaml.safe_load((ROOT / "conf" / "study" / "dem" / "contact_time_validation.yaml").read_text())
+    # the validation study's u_num_relative is this study's u_num / |f1| (to the 2 digits written)
+    assert cfg["study"]["validation"]["u_num_relative"]["contact_time"] == pytest.approx(d["u_num"] / d["f1"], rel=0.02)
+    assert cfg["integrator"]["steps_per_contact"] == max(pd.read_csv(steps / "study" / "table.csv")["parameter"])
+    from omegaconf import OmegaConf
+
+    v = OmegaConf.create({"u_num_relative": {}, "u_num_study": str(steps)})
+    assert validation._u_num_relative(v, "contact_time", "duration")[0] == pytest.approx(d["u_num"] / d["f1"], rel=1e-12)
+
+    # 2. the V&V 20 comparison (the README's command)
     n = 3
     # the README's command, as written
     res = multirun(["+case=dem/hertz_sphere_wall", "+study=dem/contact_time_validation"], harness_env)
@@ -83,7 +102,7 @@ def test_validation_study_end_to_end(harness_env, tracking_uri):
     table = pd.read_csv(sweep / "study" / "table.csv")
     val = pd.read_csv(sweep / "study" / "validation.csv")
     ref, meta, _ = validation.load_reference(str(DATA))
-    cfg = yaml.safe_load((ROOT / "conf" / "study" / "dem" / "contact_time_validation.yaml").read_text())["study"]["validation"]
+    cfg = cfg["study"]["validation"]
     assert cfg["n_samples"] == n
     samples = validation.lhs_samples(cfg["inputs"], n, cfg["seed"])
     band = validation.G.Band.from_mapping(cfg["band"])
@@ -96,6 +115,7 @@ def test_validation_study_end_to_end(harness_env, tracking_uri):
                 i = c["validation_sample"]["index"]
                 # the job ran at its point's condition and its own Latin hypercube sample
                 assert c["case"]["params"]["v_n"] == r["case.params.v_n"]
+                assert c["integrator"]["steps_per_contact"] == 400.0
                 assert c["source"]["E"] == pytest.approx(samples["source.E"][i], rel=1e-15)
                 assert c["case"]["params"]["radius"] == pytest.approx(samples["case.params.radius"][i], rel=1e-15)
                 jobs.append(job)
