@@ -94,20 +94,23 @@ def test_study_kind_by_module_and_function():
 
 def test_command_line_levels_replace_the_study_levels_and_are_recorded(harness_env, tracking_uri):
     res = multirun(["+case=load_transfer/inscribed_surface", "+study=load_transfer/mesh_refinement",
-                    "operator.surface.resolution=4,8,16,32"], harness_env)
+                    "operator.surface.resolution=4,8,16,24"], harness_env)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "the command line replaces the study's levels: operator.surface.resolution=4,8,16,32 (study: 4,8,16)" in res.stdout + res.stderr
-    assert "levels from the command line: operator.surface.resolution=4,8,16,32 (study: 4,8,16)" in res.stdout
+    assert "the command line replaces the study's levels: operator.surface.resolution=4,8,16,24 (study: 4,8,16)" in res.stdout + res.stderr
+    assert "levels from the command line: operator.surface.resolution=4,8,16,24 (study: 4,8,16)" in res.stdout
     sweep = latest_sweep(harness_env, "load_transfer/inscribed_surface")
     study = json.loads((sweep / "study" / "study.json").read_text())
-    assert study["n_jobs"] == 4 and study["levels_replaced"] == ["operator.surface.resolution=4,8,16,32 (study: 4,8,16)"]
+    assert study["n_jobs"] == 4 and study["levels_replaced"] == ["operator.surface.resolution=4,8,16,24 (study: 4,8,16)"]
     # four levels: the least-squares order over all of them beside the last-three estimate
     v = study["verification"]["F_M_max"]
     assert v["convergence"] == "monotonic" and v["least_squares"]["n_levels"] == 4
+    # r21 = 24/16 = 1.5, r32 = 2: the apparent order by the fixed-point iteration
+    assert v["r21"] == 1.5 and v["r32"] == 2.0 and v["iterations"] > 1 and abs(v["p"] - 2.0) < 0.05
+    assert abs(v["f_extrapolated"] - 1.0e5 * math.pi) <= v["u_num"]
     assert abs(v["least_squares"]["p"] - 2.0) < 0.05 and abs(v["least_squares"]["f0"] - 1.0e5 * 3.141592653589793) < 5.0
     state = json.loads((sweep / "study_state.json").read_text())
     tags = MlflowClient(tracking_uri).get_run(state["parent_run_id"]).data.tags
-    assert tags["levels_source"].startswith("command_line: operator.surface.resolution=4,8,16,32")
+    assert tags["levels_source"].startswith("command_line: operator.surface.resolution=4,8,16,24")
 
 
 def test_a_sweep_that_selects_no_job_exits_2_with_one_line(harness_env):
