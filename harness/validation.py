@@ -175,6 +175,11 @@ def plan_sweep(config: DictConfig) -> int:
     sweeper = OmegaConf.select(config, "hydra.sweeper._target_")
     if sweeper != "hydra._internal.core_plugins.basic_sweeper.BasicSweeper":
         raise HarnessInputError(f"hydra.sweeper: a validation study needs the basic sweeper, got {sweeper}")
+    from hydra.core.plugins import Plugins
+
+    if SWEEPER not in Plugins.instance().class_name_to_class:
+        raise HarnessInputError(f"hydra.sweeper: the plugin {SWEEPER} is not importable; install the project "
+                                "(pip install -e .), which ships hydra_plugins/harness_sample_sweeper")
     samples = lhs_samples(inputs, int(v.n_samples), int(v.seed))
     jobs = []
     for _, row in ref.drop_duplicates("point").iterrows():
