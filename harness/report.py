@@ -170,7 +170,9 @@ def _validation(study: Dict[str, Any]) -> str:
                    for r in val.get("points") or [])
     return (f"<h2>validation (ASME V&V 20)</h2><p>{_e(label)}; source: {_e(meta.get('source', ''))}</p>"
             f"<p>E = S &minus; D, u_val = sqrt(u_num&sup2; + u_input&sup2; + u_D&sup2;), interval E &plusmn; "
-            f"{_num(val.get('k'))} u_val; gate on |E|/u_val: {_e(val.get('band'))}; {_e(val.get('n_samples'))} "
+            f"{_num(val.get('k'))} u_val; gate on |E|/u_val: "
+            f"{_e(', '.join(f'{b} {_num(x)}' for b, x in (val.get('band') or {}).items() if x is not None))}; "
+            f"{_e(val.get('n_samples'))} "
             f"Latin hypercube samples (seed {_e(val.get('seed'))}) of {_e(', '.join(val.get('inputs') or {}))}</p>"
             '<div class="scroll"><table class="validation"><tr>' + "".join(f"<th>{c}</th>" for c in cols)
             + f"</tr>{rows}</table></div>")
