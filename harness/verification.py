@@ -11,7 +11,7 @@ Level 1 is the finest, 3 the coarsest; h1 < h2 < h3, r21 = h2/h1 > 1, r32 = h3/h
   uncertainty ``u_num = GCI12 |f1| / divisor`` (divisor = Fs by default, so that u_num is the
   magnitude of the Richardson error estimate |f_ext − f1|).
 * ``R`` < 0: oscillatory; ``R`` ≥ 1: divergent. Reported as such: no order, no GCI, no u_num.
-* |ε21| and |ε32| both at or below ``roundoff_factor · eps · max|f|``: the differences are
+* |ε21| at or below ``roundoff_factor · eps · max|f|``: the two finest levels agree to
   round-off, there is nothing to extrapolate ("at_round_off"); u_num is that round-off bound.
 
 With more than three levels, :func:`least_squares_order` fits f(h) = f0 + α h^p to every
@@ -135,14 +135,12 @@ def three_grid(f1: float, f2: float, f3: float, r21: float, r32: float, safety_f
     common = dict(f1=f1, f2=f2, f3=f3, r21=r21, r32=r32, safety_factor=float(safety_factor), divisor=div,
                   e_a21=e_a21)
     bound = roundoff_bound(max(abs(f1), abs(f2), abs(f3)), roundoff_factor)
-    if abs(e21) <= bound and abs(e32) <= bound:
+    if abs(e21) <= bound:  # the two finest agree to round-off (whatever the coarse one does)
         return ThreeGrid(convergence=AT_ROUND_OFF, R=nan, p=nan, iterations=0, f_extrapolated=f1, e_ext21=nan,
                          gci_fine=nan, gci_coarse=nan, asymptotic_ratio=nan, u_num=bound, **common)
     R = e21 / e32 if e32 != 0.0 else math.copysign(math.inf, e21)
-    if R < 0.0 or R >= 1.0 or e21 == 0.0:
+    if R < 0.0 or R >= 1.0:
         kind = OSCILLATORY if R < 0.0 else DIVERGENT
-        if e21 == 0.0:  # the two finest agree exactly while the coarse one differs: no order either
-            kind = DIVERGENT
         return ThreeGrid(convergence=kind, R=R, p=nan, iterations=0, f_extrapolated=nan, e_ext21=nan,
                          gci_fine=nan, gci_coarse=nan, asymptotic_ratio=nan, u_num=nan, **common)
     p, it = apparent_order(e21, e32, r21, r32)

@@ -65,6 +65,8 @@ def test_quantity_at_round_off_is_not_extrapolated():
     assert g.convergence == V.AT_ROUND_OFF
     assert math.isnan(g.p) and g.f_extrapolated == f1
     assert g.u_num == pytest.approx(1e3 * EPS * f1)  # the round-off bound, not a GCI
+    # converged to round-off on the two finest levels only: still nothing to extrapolate
+    assert V.three_grid(f1, f1 + EPS * f1, f1 + 1e-6, 2.0, 2.0).convergence == V.AT_ROUND_OFF
 
 
 def test_error_metric_at_round_off_gets_no_order():
