@@ -84,6 +84,34 @@ class TrackingConf:
 
 
 @dataclass
+class ValidationConf:
+    """``study.validation`` of a ``kind: validation`` study (ASME V&V 20 comparison; harness.validation).
+
+    data:        reference data file (CSV, schema schemas/validation_data.py) with metadata
+                 beside it (``<file>.meta.yaml``: source, constructed, citation)
+    quantities:  data quantity -> job metric giving the simulated value S
+    inputs:      config key -> distribution of an uncertain input ({dist: normal, mean, std} |
+                 {dist: uniform, low, high} | {dist: lognormal, median, sigma_ln})
+    n_samples:   Latin hypercube samples per data point, drawn with ``seed``
+    k:           coverage factor of the interval E ± k u_val
+    band:        gate on |E| / u_val
+    u_num_relative: quantity -> u_num / |S| (e.g. GCI12 / Fs of a solution-verification study)
+    u_num_study: a solution-verification study.json (or sweep directory) whose u_num / |f1| of
+                 the same quantity names is used where u_num_relative has no entry
+    """
+
+    data: str = MISSING
+    quantities: Dict[str, str] = field(default_factory=dict)
+    inputs: Dict[str, Any] = field(default_factory=dict)
+    n_samples: int = 8
+    seed: int = 0
+    k: float = 2.0
+    band: Band = field(default_factory=lambda: Band(pass_max=1.0, warn_max=2.0))
+    u_num_relative: Dict[str, float] = field(default_factory=dict)
+    u_num_study: Optional[str] = None
+
+
+@dataclass
 class StudyConf:
     """``study`` group: what a multirun sweep aggregates at its end.
 
@@ -94,7 +122,7 @@ class StudyConf:
     """
 
     name: str = MISSING
-    kind: str = "convergence"  # convergence | envelope | table
+    kind: str = "convergence"  # convergence | validation | table | a family's or module:function
     description: str = ""
     parameter: str = MISSING
     metric: str = MISSING
@@ -102,6 +130,14 @@ class StudyConf:
     expected_order: Optional[float] = None
     order_tolerance: float = 0.2
     gci_safety_factor: float = 1.25
+    # solution verification (harness.verification): the solution quantities given a GCI and
+    # u_num (never the error metric), round-off level (multiple of eps), u_num = GCI12/divisor
+    # (default: the safety factor), and the asymptotic-range check |ratio - 1| <= tolerance
+    quantities: List[str] = field(default_factory=list)
+    roundoff_factor: float = 1000.0
+    u_num_divisor: Optional[float] = None
+    asymptotic_tolerance: Optional[float] = None
+    validation: Optional[ValidationConf] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 

@@ -3,8 +3,9 @@
 ``for_run(family, run_dir)`` is the runner's post-run hook: it reads what the family
 adapter left in the run directory (``series.json``, ``metrics.json`` and the adapter's
 result files) and writes the figures people look at for that family, unless the adapter
-already drew an equivalent one. ``for_study(table, study, out_dir)`` draws every study's
-metrics against its parameter on log-log axes with the least-squares slope.
+already drew an equivalent one. ``for_study(table, study, out_dir)`` draws a study's
+metrics against its parameter on log-log axes with the least-squares slope, metrics at
+round-off as a band.
 Figures are PNG (matplotlib, Agg), written atomically; they never fail a run.
 """
 from __future__ import annotations
@@ -219,40 +220,75 @@ def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
 
 
+def round_off_band(ax, x, bound: float, label: str) -> None:
+    """A metric at round-off: a shaded band from 1e-3 of the bound up to the bound over ``x``."""
+    x = np.asarray(x, float)
+    x = x[np.isfinite(x) & (x > 0)]
+    if not x.size:
+        return
+    ax.fill_between([x.min(), x.max()], [bound * 1e-3] * 2, [bound] * 2, alpha=0.25, label=f"{label} (<= {bound:.2g})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+
+
 def for_study(table, study, out_dir: Path, gated: Sequence[str] = ()) -> List[Path]:
-    """Metrics of a study against its parameter, log-log, with the fitted slope of each.
+    """Metrics of a study against its parameter, log-log: only metrics with a fitted order.
 
     Draws the study's own metric and the jobs' gated metrics (``gated``) that are positive
-    and not constant over at least two jobs; ``study_metrics.png`` in ``out_dir``. No
-    parameter, no figure.
+    and not constant over at least two jobs, each with its least-squares slope and, when the
+    study expects an order, the expected-order line through the finest level. A metric at
+    round-off (every value <= ``study.roundoff_factor`` eps) gets a band, no fitted line.
+    ``study_metrics.png`` in ``out_dir``. No parameter, no figure.
     """
-    if study is None or "parameter" not in table or len(table) < 2:
+    from harness import verification as V
+
+    if study is None or "parameter" not in table or len(table) < 2 or study.get("kind") == "validation":
         return []
     computed = table[table["status"].isin(("ok", "tracking_error"))]
     x = computed["parameter"].to_numpy(float)
+    if np.sum(np.isfinite(x)) < 2:  # a non-numeric swept key
+        return []
+    factor = float(study.get("roundoff_factor") or V.ROUNDOFF_FACTOR)
+    bound = V.roundoff_bound(1.0, factor)
     skip = {"job", "case", "status", "verdict", "mlflow_run_id", "parameter"}
-    wanted = [str(study.metric)] if study.get("metric") and str(study.metric) in computed else []
-    for name in computed.columns:
-        if name in skip or name in wanted or name not in gated:
-            continue
+    candidates = [str(study.metric)] if study.get("metric") and str(study.metric) in computed else []
+    candidates += [n for n in computed.columns if n not in skip and n not in candidates and n in gated]
+    fitted, round_off = [], []
+    for name in candidates:
         y = computed[name].to_numpy(float)
-        if np.sum(np.isfinite(y) & (y > 0)) >= 2 and np.ptp(y[np.isfinite(y)]) > 0:
-            wanted.append(name)
-    wanted = wanted[:6]
-    if not wanted:
+        fin = np.isfinite(y)
+        if V.at_round_off(y, 1.0, factor):
+            round_off.append(name)
+        elif np.sum(fin & (y > bound)) >= 2 and np.ptp(y[fin]) > 0:
+            fitted.append(name)
+    fitted, round_off = fitted[:6], round_off[:4]
+    if not fitted and not round_off:
         return []
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    for name in wanted:
-        y = computed[name].to_numpy(float)
-        order = np.argsort(x)
-        slope = loglog_slope(x, y)
-        ok = np.isfinite(y[order]) & (y[order] > 0) & (x[order] > 0)
-        ax.loglog(x[order][ok], y[order][ok], "o-", ms=4,
-                  label=f"{name} (slope {slope:.3g})" if np.isfinite(slope) else name)
+    order = np.argsort(x)
+    expected = study.get("expected_order")
+    sign = -1.0 if str(study.get("spacing", "direct")) == "inverse" else 1.0
+    for name in fitted:
+        y = computed[name].to_numpy(float)[order]
+        xs = x[order]
+        ok = np.isfinite(y) & (y > bound) & (xs > 0)
+        slope = loglog_slope(xs[ok], y[ok])
+        (line,) = ax.loglog(xs[ok], y[ok], "o", ms=4, label=f"{name} (least-squares slope {slope:.3g})")
+        if np.isfinite(slope):
+            c = np.exp(np.mean(np.log(y[ok]) - slope * np.log(xs[ok])))
+            ax.loglog(xs[ok], c * xs[ok] ** slope, "-", color=line.get_color(), lw=1)
+        if expected is not None and name == str(study.get("metric")):
+            i_f = int(np.argmin(y[ok]))
+            xf, yf = xs[ok][i_f], y[ok][i_f]
+            ax.loglog(xs[ok], yf * (xs[ok] / xf) ** (sign * float(expected)), ":", color="0.3",
+                      label=f"expected order {float(expected):g}")
+    if round_off:
+        round_off_band(ax, x, bound, f"{', '.join(round_off)} at round-off, no order")
     ax.set_xlabel(str(study.get("parameter")))
     ax.set_ylabel("metric")
-    ax.set_title(f"{study.get('name')}: metrics against parameter (log-log, least-squares slope)")
+    ax.set_title(f"{study.get('name')}: metrics against parameter (log-log)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
     return [save(fig, Path(out_dir) / "study_metrics.png")]

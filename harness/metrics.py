@@ -106,29 +106,20 @@ def gci(f1: float, f2: float, f3: float, r21: float, r32: float, safety_factor: 
         tol: float = 1e-12, max_iter: int = 200) -> GCIResult:
     """Roache's GCI from solutions f1 (fine), f2, f3 (coarse) and refinement ratios.
 
-    Constant ratio: p = ln((f3 − f2)/(f2 − f1)) / ln r. Varying ratio (r21 ≠ r32): the
-    fixed-point iteration of Celik et al. (2008) on
-    p = |ln|ε32/ε21| + q(p)| / ln r21, q(p) = ln((r21^p − s)/(r32^p − s)), s = sign(ε32/ε21).
+    The bare arithmetic, whatever the convergence type; the apparent order comes from
+    :func:`harness.verification.apparent_order` (Celik et al. 2008 fixed point for r21 ≠ r32).
+    Studies use :func:`harness.verification.three_grid`, which also classifies oscillatory,
+    divergent and round-off sequences (no GCI for those) and gives u_num.
     """
+    from harness.verification import apparent_order
+
     if r21 <= 1.0 or r32 <= 1.0:
         raise ValueError(f"gci: refinement ratios must be > 1, got r21={r21}, r32={r32}")
     e21 = f2 - f1
     e32 = f3 - f2
     if e21 == 0.0 or e32 == 0.0:
         raise ValueError("gci: two levels give identical values; the order is undefined")
-    s = math.copysign(1.0, e32 / e21)
-    p = abs(math.log(abs(e32 / e21))) / math.log(r21)
-    it = 0
-    if r21 != r32:
-        for it in range(1, max_iter + 1):
-            q = math.log((r21**p - s) / (r32**p - s))
-            p_new = abs(math.log(abs(e32 / e21)) + q) / math.log(r21)
-            if abs(p_new - p) < tol:
-                p = p_new
-                break
-            p = p_new
-    else:
-        p = math.log(e32 / e21) / math.log(r21) if e32 / e21 > 0 else p
+    p, it = apparent_order(e21, e32, r21, r32, tol=tol, max_iter=max_iter)
     f_ext = f1 + (f1 - f2) / (r21**p - 1.0)
     gci_12 = safety_factor * abs(e21 / f1) / (r21**p - 1.0)
     gci_23 = safety_factor * abs(e32 / f2) / (r32**p - 1.0)

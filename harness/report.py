@@ -28,6 +28,8 @@ font-size:.9em}th{background:#f3f3f3}code{font-size:.85em}
 .badge{padding:.15em .6em;border-radius:.3em;font-weight:bold}
 figure{display:inline-block;margin:.5em;vertical-align:top}figure img{max-width:520px;border:1px solid #ddd}
 figcaption{font-size:.8em;color:#555}details{margin:.4em 0}
+code{overflow-wrap:anywhere}.scroll{overflow-x:auto;max-width:100%}.scroll table{margin:0}
+table.jobs td,table.jobs th{white-space:nowrap}.note{font-size:.85em;color:#555}
 """
 
 
@@ -41,6 +43,11 @@ def _num(v: Any) -> str:
     if math.isnan(v):
         return "NaN"
     return f"{v:.6g}" if v == 0 or 1e-3 <= abs(v) < 1e5 else f"{v:.4e}"
+
+
+def _precise(v: Any) -> str:
+    """A solution value with the digits an extrapolation needs (10 significant)."""
+    return f"{v:.10g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else _e(v)
 
 
 def _load(path: Path) -> Optional[Any]:
@@ -111,6 +118,66 @@ def run_section(run_dir: Path, level: int = 2) -> str:
     return "\n".join(parts)
 
 
+def _verification(study: Dict[str, Any]) -> str:
+    """Solution verification of a convergence study: the error metric's order (or round-off)
+    and, per solution quantity, the convergence type, order, f_ext, GCI, asymptotic ratio, u_num."""
+    parts = []
+    em = study.get("error_metric") or {}
+    if em:
+        if em.get("at_round_off"):
+            txt = (f"error metric <code>{_e(em.get('name'))}</code> is at round-off at every level (&le; "
+                   f"{_num(em.get('round_off_bound'))}): no order is fitted and the order gate does not apply")
+        else:
+            gate = em.get("order_gate")
+            gate_txt = (f"; expected {_num(gate['expected'])} &plusmn; {_num(gate['tolerance'])}: {_e(gate['verdict'])}"
+                        if isinstance(gate, dict) else "")
+            pairs = ", ".join(_num(p) for p in em.get("pairwise") or [])
+            txt = (f"error metric <code>{_e(em.get('name'))}</code>: observed order per pair of levels {pairs}; "
+                   f"least-squares over all levels {_num(em.get('least_squares'))}{gate_txt}")
+        parts.append(f'<p class="error-metric">{txt}</p>')
+    rows, coverage = [], ""
+    for q, v in (study.get("verification") or {}).items():
+        ls = (v.get("least_squares") or {}).get("p")
+        rows.append(f'<tr data-quantity="{_e(q)}"><td>{_e(q)}</td><td class="convergence">{_e(v.get("convergence"))}</td>'
+                    f"<td>{_num(v.get('R'))}</td><td>{_num(v.get('p'))}</td><td>{_num(ls) if ls is not None else '-'}</td>"
+                    f"<td>{_precise(v.get('f1'))}</td><td>{_precise(v.get('f_extrapolated'))}</td>"
+                    f"<td>{_num(100 * v['gci_fine']) if v.get('gci_fine') is not None else '-'}</td>"
+                    f"<td class=\"asymptotic\">{_num(v.get('asymptotic_ratio'))}</td><td class=\"u_num\">{_num(v.get('u_num'))}</td>"
+                    f"<td>{_e(v.get('note', ''))}</td></tr>")
+        coverage = v.get("coverage") or coverage
+    if rows:
+        parts.append('<h2>solution verification</h2><div class="scroll"><table class="verification"><tr>'
+                     "<th>quantity</th><th>convergence</th><th>R = &epsilon;21/&epsilon;32</th><th>p (last three)</th>"
+                     "<th>p (least squares)</th><th>f1 (finest)</th><th>f extrapolated</th><th>GCI12 [%]</th>"
+                     "<th>asymptotic ratio GCI23/(r<sup>p</sup> GCI12)</th><th>u_num</th><th>note</th></tr>"
+                     + "".join(rows) + "</table></div>")
+        if coverage:
+            parts.append(f'<p class="note">{_e(coverage)}</p>')
+    return "\n".join(parts)
+
+
+def _validation(study: Dict[str, Any]) -> str:
+    """The V&V 20 comparison table of a validation study."""
+    val = study.get("validation") or {}
+    if not val:
+        return ""
+    meta = val.get("metadata") or {}
+    label = ("CONSTRUCTED data for tests, not measurements" if meta.get("constructed")
+             else f"measured data: {meta.get('citation')}")
+    cols = ("point", "quantity", "n_samples", "S", "D", "E", "u_num", "u_input", "u_D", "u_val", "E_lo", "E_hi",
+            "E_over_u_val", "verdict")
+    rows = "".join(f'<tr class="{_e(r.get("verdict"))}">' + "".join(f"<td>{_num(r.get(c))}</td>" for c in cols) + "</tr>"
+                   for r in val.get("points") or [])
+    return (f"<h2>validation (ASME V&V 20)</h2><p>{_e(label)}; source: {_e(meta.get('source', ''))}</p>"
+            f"<p>E = S &minus; D, u_val = sqrt(u_num&sup2; + u_input&sup2; + u_D&sup2;), interval E &plusmn; "
+            f"{_num(val.get('k'))} u_val; gate on |E|/u_val: "
+            f"{_e(', '.join(f'{b} {_num(x)}' for b, x in (val.get('band') or {}).items() if x is not None))}; "
+            f"{_e(val.get('n_samples'))} "
+            f"Latin hypercube samples (seed {_e(val.get('seed'))}) of {_e(', '.join(val.get('inputs') or {}))}</p>"
+            '<div class="scroll"><table class="validation"><tr>' + "".join(f"<th>{c}</th>" for c in cols)
+            + f"</tr>{rows}</table></div>")
+
+
 def sweep_section(sweep_dir: Path) -> str:
     study = _load(sweep_dir / "study" / "study.json") or {}
     jobs: List[Dict[str, Any]] = study.get("jobs") or []
@@ -127,11 +194,16 @@ def sweep_section(sweep_dir: Path) -> str:
     parts = [f"<h1>study {_e(study.get('name', sweep_dir.name))} {_badge(study.get('verdict', 'fail'))}</h1>",
              f"<p>jobs {_e(study.get('n_jobs'))}, failed {_e(study.get('n_failed'))}, unsent "
              f"{_e(study.get('n_unsent', 0))}; directory <code>{_e(sweep_dir)}</code></p>"]
+    if study.get("levels_replaced"):
+        parts.append(f"<p>levels from the command line, in place of the study's own: "
+                     f"{_e('; '.join(study['levels_replaced']))}</p>")
+    parts += [_verification(study), _validation(study)]
     if metrics:
-        parts.append(f'<table class="study"><tr><th>study metric</th><th>value</th></tr>{metrics}</table>')
+        parts.append('<details><summary>all study metrics</summary><div class="scroll"><table class="study">'
+                     f"<tr><th>study metric</th><th>value</th></tr>{metrics}</table></div></details>")
     parts += [_figures((sweep_dir / "study").glob("*.png")), "<h2>jobs</h2>",
-              f'<table class="jobs"><tr><th>job</th><th>case</th><th>status</th><th>verdict</th>{head}'
-              f"<th>MLflow run</th></tr>{''.join(rows)}</table>"]
+              f'<div class="scroll"><table class="jobs"><tr><th>job</th><th>case</th><th>status</th><th>verdict</th>{head}'
+              f"<th>MLflow run</th></tr>{''.join(rows)}</table></div>"]
     for job_dir in sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)):
         parts.append(f"<details><summary>job {_e(job_dir.name)}</summary>{run_section(job_dir, 3)}</details>")
     return "\n".join(parts)

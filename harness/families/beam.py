@@ -207,6 +207,7 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         "tip_rms_error": Mx.relative_rms(red.tip, full.tip),
         "energy_residual_full": full.energy_residual(),
         "energy_residual_reduced": red.energy_residual(),
+        "tip_max_full_m": float(np.max(np.abs(full.tip))),  # solution quantity of dt refinement [m]
         "slider_violation_full": _violation(full),
         "slider_violation_reduced": _violation(red),
         "time_ratio": red.wall_time_s / full.wall_time_s,

@@ -212,6 +212,7 @@ def _result_metrics(sol, tp, integ, wall: float) -> Dict[str, float]:
         success=1.0 if sol.success else 0.0,
         scd=scd_end(sol, tp),
         max_rel_error=max_rel_error(sol, tp),
+        y_end=float(np.asarray(sol.y, float)[-1].ravel()[0]) if np.size(sol.y) else math.nan,  # first component at t_end
         wall_time=wall,
         t_rhs=st.t_rhs,
         t_jac=st.t_jac,
