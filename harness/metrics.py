@@ -312,19 +312,18 @@ class LibraryMetric:
 
 
 def _energy_drift(value, W_ext=None, E_scale: Optional[float] = None) -> float:
+    """:func:`energy_drift` of the energy history ``value``."""
     return energy_drift(value, W_ext, E_scale)
 
 
 def _e_F(value, reference) -> float:
+    """:func:`e_F` of the value against the reference."""
     return e_F(value, reference)
 
 
 def _scd(value, reference) -> float:
+    """:func:`scd` of the value against the reference."""
     return scd(value, reference)
-
-
-def _slope(x, value) -> float:
-    return slope(x, value)
 
 
 LIBRARY: Dict[str, LibraryMetric] = {
@@ -348,7 +347,7 @@ LIBRARY: Dict[str, LibraryMetric] = {
     "value": LibraryMetric(scalar_value, ("value",), unit="value", formula="v (a scalar or size-1 expression)"),
     "period": LibraryMetric(period, ("t", "value"), options=("level",), unit="t",
                             formula="mean spacing of the upward crossings of v − level (linear interpolation)"),
-    "slope": LibraryMetric(_slope, ("x", "value"), formula="least-squares slope of log v against log x"),
+    "slope": LibraryMetric(slope, ("x", "value"), formula="least-squares slope of log v against log x"),
 }
 
 

@@ -50,7 +50,10 @@ CONSTANTS: Dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan
 def _power(a: Any, b: Any) -> Any:
     if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool):
         a = np.float64(a)  # float64 overflows to inf instead of building a huge integer
-    return np.power(a, b) if isinstance(a, (np.ndarray, np.generic)) or isinstance(b, np.ndarray) else a ** b
+    if isinstance(a, (np.ndarray, np.generic)) or isinstance(b, (np.ndarray, np.generic)):
+        with np.errstate(over="ignore"):
+            return np.power(a, b)
+    return a ** b
 
 
 _BINARY: Dict[type, Callable[[Any, Any], Any]] = {
@@ -163,8 +166,8 @@ class _Evaluator:
 
     def _Call(self, node: ast.Call) -> Any:
         if not isinstance(node.func, ast.Name):
-            raise ExpressionError("forbidden construct: only functions of the expression language may be "
-                                  "called, by their bare name (no attribute access)")
+            rule = _FORBIDDEN.get(type(node.func), "only functions of the expression language may be called")
+            raise ExpressionError(f"forbidden construct: {rule}; call functions by their bare name")
         fn = FUNCTIONS.get(node.func.id)
         if fn is None:
             raise ExpressionError(f"forbidden construct: call of {node.func.id!r}, which is not an allowed "
