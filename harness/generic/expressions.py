@@ -104,16 +104,6 @@ def evaluate(text: str, names: Mapping[str, Any]) -> Any:
         raise ExpressionError(f"{text!r}: {type(exc).__name__}: {exc}") from None
 
 
-def names_used(text: str) -> set:
-    """The variable names an expression reads (function names excluded)."""
-    try:
-        tree = ast.parse(str(text).strip(), mode="eval")
-    except SyntaxError:
-        return set()
-    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - called
-
-
 class _Evaluator:
     def __init__(self, names: Mapping[str, Any]):
         self.names = names

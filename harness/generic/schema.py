@@ -32,7 +32,7 @@ class CommandConf:
     inherit_env:        start from the harness's environment (false: only ``env``)
     timeout_s:          s, the program is killed (with its process group) after this
     expected_exit_code: any other exit code fails the run
-    inputs:             input files, hashed (SHA-256, size) into the manifest
+    inputs:             input files, hashed (SHA-256, size) into the manifest (relative: to cwd)
     """
 
     command: List[str] = MISSING

@@ -95,6 +95,17 @@ def test_shell_metacharacters_are_passed_literally(harness_env):
         assert not (run_dir / name).exists(), name
 
 
+def test_declared_environment_reaches_the_program(harness_env):
+    value = "a b $HOME; `x`"
+    out = run("generic_test/formats", PY, f"+case.params.model.env.HARNESS_TEST_VAR='{value}'")
+    env = json.loads((Path(out.run_dir) / "env.json").read_text())
+    assert env["HARNESS_TEST_VAR"] == value and env["PATH"] == os.environ["PATH"]
+    out = run("generic_test/formats", PY, "case.params.model.inherit_env=false", "+case.params.model.env.ONLY=1")
+    assert out.status == "ok", out.message
+    env = json.loads((Path(out.run_dir) / "env.json").read_text())
+    assert env.get("ONLY") == "1" and "PATH" not in env and "HARNESS_OUTPUTS" not in env
+
+
 def test_callable_model_and_callable_reference(harness_env):
     out = run("generic_test/callables")
     assert out.status == "ok" and out.metrics["e_y"] == pytest.approx(1e-3, rel=1e-9)

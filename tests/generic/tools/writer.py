@@ -2,10 +2,12 @@
 
 usage: writer.py LABEL EXIT_CODE SLEEP_S
 Writes data.csv (t, y), data.npz (t, y), y.npy, data.h5 (/results/t, /results/y), data.json
-({"y": [...], "scalars": {"n": N}}) and argv.json (its own arguments) into the working
+({"y": [...], "scalars": {"n": N}}), argv.json (its own arguments) and env.json (its
+environment) into the working
 directory, prints a line to stdout and one to stderr, sleeps SLEEP_S seconds, exits EXIT_CODE.
 """
 import json
+import os
 import sys
 import time
 
@@ -17,6 +19,8 @@ def main() -> int:
     label, exit_code, sleep_s = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     with open("argv.json", "w") as fh:
         json.dump(sys.argv[1:], fh)
+    with open("env.json", "w") as fh:
+        json.dump(dict(os.environ), fh)
     t = np.linspace(0.0, 2.0, 21)
     y = np.sin(t)
     with open("data.csv", "w") as fh:
