@@ -26,7 +26,7 @@ from harness import metrics as M
 from harness.atomic import atomic_write_bytes
 from harness.context import CaseResult, HarnessInputError, RunContext
 from harness.generic import readers
-from harness.generic.expressions import ExpressionError, evaluate
+from harness.generic.expressions import ExpressionError, check, evaluate
 from harness.generic.model import call, declare_inputs, import_callable, instantiate_kwargs, run_command, substitute
 from harness.generic.schema import GenericConf, OutputConf
 from harness.manifest import PROJECT_ROOT
@@ -34,6 +34,8 @@ from harness.manifest import PROJECT_ROOT
 log = logging.getLogger(__name__)
 WHERE = "case.params"
 REFERENCE_KINDS = ("expression", "file", "callable", "baseline")
+BASELINE_MISSING = ("{where}: baseline references need harness.baseline (accepted baseline runs), "
+                    "which this harness does not have yet")
 
 
 def _conf(cfg: DictConfig) -> DictConfig:
@@ -87,9 +89,80 @@ def _parameter(value: Any) -> Any:
     return value
 
 
+def validate(conf: DictConfig) -> None:
+    """Check the declarations before anything runs: model kind, readers, reference kinds,
+    metric names, inputs and options, and every expression against the names it may use
+    (parameters, outputs, earlier references and metrics). Raises HarnessInputError."""
+    model = conf.model
+    if (model.command is not None) == (model._target_ is not None):
+        raise HarnessInputError(f"{WHERE}.model: give exactly one of command (a program) or _target_ "
+                                "(a Python callable)")
+    names: Optional[set] = set(conf.parameters)
+    for name, spec in conf.outputs.items():
+        where = f"{WHERE}.outputs.{name}"
+        if spec.file is None:
+            if model.command is not None:
+                raise HarnessInputError(f"{where}: a command model needs file (and reader) for every output")
+            if spec.reader not in (None, "returned"):
+                raise HarnessInputError(f"{where}.file: required for reader {spec.reader!r}")
+        else:
+            readers.reader_for(where, spec.reader, Path(str(spec.file)))
+        readers.parse_slice(where, spec.slice)
+        _new_name(where, name, names)
+    if not conf.outputs:
+        if model.command is not None:
+            raise HarnessInputError(f"{WHERE}.outputs: declare at least one output (reader, file, key, unit)")
+        names = None  # a callable's returned names are known only when it has run
+    for name, spec in conf.reference.items():
+        where = f"{WHERE}.reference.{name}"
+        kind = _reference_kind(where, spec)
+        if kind == "baseline":
+            raise HarnessInputError(BASELINE_MISSING.format(where=where))
+        if kind == "expression":
+            _check(f"{where}.expression", spec.expression, names)
+        elif kind == "file":
+            readers.reader_for(where, spec.reader, Path(str(spec.file)))
+        for arg, text in spec.inputs.items():
+            _check(f"{where}.inputs.{arg}", text, names)
+        readers.parse_slice(where, spec.slice)
+        _new_name(where, name, names)
+    if not conf.metrics:
+        raise HarnessInputError(f"{WHERE}.metrics: declare at least one metric")
+    for name, spec in conf.metrics.items():
+        where = f"{WHERE}.metrics.{name}"
+        _, given = _metric_declaration(where, spec)
+        for k, text in given.items():
+            _check(f"{where}.{'inputs.' if k in spec.inputs else ''}{k}", text, names)
+        _new_name(where, name, names)
+    for i, text in enumerate(conf.series):
+        _check(f"{WHERE}.series[{i}]", text, names)
+    for file_name, spec in conf.plots.items():
+        _check(f"{WHERE}.plots.{file_name}.x", spec.x, names)
+        for i, text in enumerate(spec.y):
+            _check(f"{WHERE}.plots.{file_name}.y[{i}]", text, names)
+
+
+def _new_name(where: str, name: str, names: Optional[set]) -> None:
+    if not str(name).isidentifier():
+        raise HarnessInputError(f"{where}: {name!r} is not a valid name (letters, digits, _)")
+    if names is not None:
+        if name in names:
+            raise HarnessInputError(f"{where}: the name {name!r} is already defined")
+        names.add(name)
+
+
+def _check(where: str, text: Any, names: Optional[set]) -> None:
+    try:
+        check(text, names)
+    except ExpressionError as exc:
+        raise HarnessInputError(f"{where}: {exc}") from None
+
+
 def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """Run a generic case (see the module docstring)."""
     conf = _conf(cfg)
+    with ctx.stage("validate"):
+        validate(conf)
     ns = Namespace()
     for name, value in OmegaConf.to_container(conf.parameters, resolve=True).items():
         ns.define(f"{WHERE}.parameters.{name}", name, _parameter(value), None, "parameter")
@@ -188,8 +261,7 @@ def _references(conf: DictConfig, ctx: RunContext, ns: Namespace) -> None:
         where = f"{WHERE}.reference.{name}"
         kind = _reference_kind(where, spec)
         if kind == "baseline":
-            raise HarnessInputError(f"{where}: baseline references need harness.baseline (accepted baseline "
-                                    "runs), which this harness does not have yet")
+            raise HarnessInputError(BASELINE_MISSING.format(where=where))
         if kind == "expression":
             value = ns.eval(f"{where}.expression", spec.expression)
         elif kind == "file":
@@ -218,6 +290,33 @@ def _references(conf: DictConfig, ctx: RunContext, ns: Namespace) -> None:
         ns.define(where, name, value, spec.unit, "reference")
 
 
+def _metric_declaration(where: str, spec: DictConfig):
+    """The library entry of a metric and its inputs by name (expressions), checked."""
+    try:
+        entry = M.library_metric(str(spec.metric))
+    except KeyError as exc:
+        raise HarnessInputError(f"{where}.metric: {exc.args[0]}") from None
+    given: Dict[str, Any] = dict(spec.inputs)
+    for field_name in ("value", "reference"):
+        if spec[field_name] is not None:
+            if field_name in given:
+                raise HarnessInputError(f"{where}: {field_name} is given twice (field and inputs)")
+            given[field_name] = spec[field_name]
+    allowed = set(entry.inputs) | set(entry.optional)
+    unknown = sorted(set(given) - allowed)
+    if unknown:
+        raise HarnessInputError(f"{where}.inputs: {spec.metric} takes no {', '.join(unknown)} "
+                                f"(inputs: {', '.join(entry.inputs + entry.optional)})")
+    missing = [k for k in entry.inputs if k not in given]
+    if missing:
+        raise HarnessInputError(f"{where}: {spec.metric} needs {', '.join(missing)}")
+    bad_options = sorted(set(spec.options) - set(entry.options))
+    if bad_options:
+        raise HarnessInputError(f"{where}.options: {spec.metric} has no option {', '.join(bad_options)} "
+                                f"(options: {', '.join(entry.options) or 'none'})")
+    return entry, given
+
+
 def _metrics(conf: DictConfig, ns: Namespace):
     if not conf.metrics:
         raise HarnessInputError(f"{WHERE}.metrics: declare at least one metric")
@@ -225,28 +324,7 @@ def _metrics(conf: DictConfig, ns: Namespace):
     units: Dict[str, str] = {}
     for name, spec in conf.metrics.items():
         where = f"{WHERE}.metrics.{name}"
-        try:
-            entry = M.library_metric(str(spec.metric))
-        except KeyError as exc:
-            raise HarnessInputError(f"{where}.metric: {exc.args[0]}") from None
-        given: Dict[str, Any] = dict(spec.inputs)
-        for field_name in ("value", "reference"):
-            if spec[field_name] is not None:
-                if field_name in given:
-                    raise HarnessInputError(f"{where}: {field_name} is given twice (field and inputs)")
-                given[field_name] = spec[field_name]
-        allowed = set(entry.inputs) | set(entry.optional)
-        unknown = sorted(set(given) - allowed)
-        if unknown:
-            raise HarnessInputError(f"{where}.inputs: {spec.metric} takes no {', '.join(unknown)} "
-                                    f"(inputs: {', '.join(entry.inputs + entry.optional)})")
-        missing = [k for k in entry.inputs if k not in given]
-        if missing:
-            raise HarnessInputError(f"{where}: {spec.metric} needs {', '.join(missing)}")
-        bad_options = sorted(set(spec.options) - set(entry.options))
-        if bad_options:
-            raise HarnessInputError(f"{where}.options: {spec.metric} has no option {', '.join(bad_options)} "
-                                    f"(options: {', '.join(entry.options) or 'none'})")
+        entry, given = _metric_declaration(where, spec)
         u_val, u_ref = ns.unit_of(given.get("value")), ns.unit_of(given.get("reference"))
         if u_val and u_ref and "?" not in (u_val, u_ref) and u_val != u_ref:
             raise HarnessInputError(f"{where}: units differ: value {given['value']} [{u_val}] vs reference "

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from typing import Any, Callable, Dict, Mapping
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional
 
 import numpy as np
 import scipy.special
@@ -102,6 +102,57 @@ def evaluate(text: str, names: Mapping[str, Any]) -> Any:
         raise
     except (ArithmeticError, ValueError, TypeError, IndexError) as exc:
         raise ExpressionError(f"{text!r}: {type(exc).__name__}: {exc}") from None
+
+
+_ALLOWED_NODES = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, ast.Compare,
+                  ast.Call, ast.keyword, ast.Subscript, ast.Slice, ast.Tuple, ast.List,
+                  *_BINARY, *_UNARY, *_COMPARE)
+
+
+def check(text: str, names: Optional[Iterable[str]]) -> None:
+    """Check an expression without evaluating it: syntax, constructs, called functions and,
+    unless ``names`` is None, that every variable it reads is one of ``names`` or a constant.
+
+    Raises :class:`ExpressionError` with the same rules as :func:`evaluate`, so a bad
+    declaration is reported before the model runs.
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return
+    if not isinstance(text, str):
+        raise ExpressionError(f"must be a string expression, got {type(text).__name__}")
+    if len(text) > MAX_LENGTH:
+        raise ExpressionError(f"longer than {MAX_LENGTH} characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"syntax error in {text!r}: {exc.msg}") from None
+    known = None if names is None else set(names) | set(CONSTANTS)
+    called = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name):
+                rule = _FORBIDDEN.get(type(node.func), "only functions of the expression language may be called")
+                raise ExpressionError(f"forbidden construct: {rule}; call functions by their bare name")
+            if node.func.id not in FUNCTIONS:
+                raise ExpressionError(f"forbidden construct: call of {node.func.id!r}, which is not an allowed "
+                                      f"function (allowed: {', '.join(sorted(FUNCTIONS))})")
+            if any(kw.arg is None for kw in node.keywords):
+                raise ExpressionError("forbidden construct: **kwargs are not allowed")
+            called.add(id(node.func))
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+                raise ExpressionError(f"forbidden construct: only numbers are allowed as literals, "
+                                      f"got {node.value!r}")
+        elif not isinstance(node, _ALLOWED_NODES):
+            rule = _FORBIDDEN.get(type(node), f"{type(node).__name__} is not allowed in an expression")
+            raise ExpressionError(f"forbidden construct: {rule}")
+    if known is None:
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and id(node) not in called and node.id not in known:
+            if node.id in FUNCTIONS:
+                raise ExpressionError(f"{node.id!r} is a function: call it, e.g. {node.id}(x)")
+            raise ExpressionError(f"name {node.id!r} is not defined (defined: {', '.join(sorted(known))})")
 
 
 class _Evaluator:

@@ -163,6 +163,21 @@ def test_bad_declarations_are_invalid_input(harness_env, overrides, pattern):
     _check_failed(run("generic_test/callables", *overrides), "invalid", pattern)
 
 
+@pytest.mark.parametrize("overrides, pattern", [
+    (["case.params.metrics.e_csv.metric=rel_l3"], r"case.params.metrics.e_csv.metric: unknown metric 'rel_l3'"),
+    (["case.params.outputs.y_npz.reader=parquet"], "case.params.outputs.y_npz.reader: unknown reader 'parquet'"),
+    (["case.params.metrics.e_csv.value='y_csv + y_nope'"],
+     "case.params.metrics.e_csv.value: name 'y_nope' is not defined"),
+    (["case.params.reference.y_exact.expression='t.real'"],
+     "case.params.reference.y_exact.expression: forbidden construct: attribute access"),
+    (["+case.params.parameters.t=1"], "case.params.outputs.t: the name 't' is already defined"),
+])
+def test_bad_declarations_are_refused_before_the_model_runs(harness_env, overrides, pattern):
+    out = run("generic_test/formats", PY, *overrides)
+    _check_failed(out, "invalid", pattern)
+    assert not (Path(out.run_dir) / "argv.json").exists() and "model" not in manifest(out)["timings_s"]
+
+
 def test_schema_rejects_a_misspelt_key_at_composition(harness_env):
     from harness.context import HarnessInputError
 
