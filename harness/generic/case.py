@@ -98,6 +98,11 @@ def validate(conf: DictConfig) -> None:
         raise HarnessInputError(f"{WHERE}.model: give exactly one of command (a program) or _target_ "
                                 "(a Python callable)")
     names: Optional[set] = set(conf.parameters)
+    units: Dict[str, str] = {}
+
+    def unit_of(text: Any) -> Optional[str]:
+        return units.get(text.strip()) if isinstance(text, str) and text.strip().isidentifier() else None
+
     for name, spec in conf.outputs.items():
         where = f"{WHERE}.outputs.{name}"
         if spec.file is None:
@@ -109,6 +114,7 @@ def validate(conf: DictConfig) -> None:
             readers.reader_for(where, spec.reader, Path(str(spec.file)))
         readers.parse_slice(where, spec.slice)
         _new_name(where, name, names)
+        units[name] = spec.unit
     if not conf.outputs:
         if model.command is not None:
             raise HarnessInputError(f"{WHERE}.outputs: declare at least one output (reader, file, key, unit)")
@@ -126,13 +132,15 @@ def validate(conf: DictConfig) -> None:
             _check(f"{where}.inputs.{arg}", text, names)
         readers.parse_slice(where, spec.slice)
         _new_name(where, name, names)
+        units[name] = spec.unit
     if not conf.metrics:
         raise HarnessInputError(f"{WHERE}.metrics: declare at least one metric")
     for name, spec in conf.metrics.items():
         where = f"{WHERE}.metrics.{name}"
-        _, given = _metric_declaration(where, spec)
+        entry, given = _metric_declaration(where, spec)
         for k, text in given.items():
             _check(f"{where}.{'inputs.' if k in spec.inputs else ''}{k}", text, names)
+        units[name] = _units_rule(where, entry, given, unit_of)
         _new_name(where, name, names)
     for i, text in enumerate(conf.series):
         _check(f"{WHERE}.series[{i}]", text, names)
@@ -317,6 +325,15 @@ def _metric_declaration(where: str, spec: DictConfig):
     return entry, given
 
 
+def _units_rule(where: str, entry, given: Dict[str, Any], unit_of) -> str:
+    """Check that value and reference have one unit; return the metric's unit ("?" unknown)."""
+    u_val, u_ref = unit_of(given.get("value")), unit_of(given.get("reference"))
+    if u_val and u_ref and "?" not in (u_val, u_ref) and u_val != u_ref:
+        raise HarnessInputError(f"{where}: units differ: value {given['value']} [{u_val}] vs reference "
+                                f"{given['reference']} [{u_ref}]")
+    return {"1": "1", "value": u_val, "t": unit_of(given.get("t"))}.get(entry.unit) or "?"
+
+
 def _metrics(conf: DictConfig, ns: Namespace):
     if not conf.metrics:
         raise HarnessInputError(f"{WHERE}.metrics: declare at least one metric")
@@ -325,10 +342,7 @@ def _metrics(conf: DictConfig, ns: Namespace):
     for name, spec in conf.metrics.items():
         where = f"{WHERE}.metrics.{name}"
         entry, given = _metric_declaration(where, spec)
-        u_val, u_ref = ns.unit_of(given.get("value")), ns.unit_of(given.get("reference"))
-        if u_val and u_ref and "?" not in (u_val, u_ref) and u_val != u_ref:
-            raise HarnessInputError(f"{where}: units differ: value {given['value']} [{u_val}] vs reference "
-                                    f"{given['reference']} [{u_ref}]")
+        unit = _units_rule(where, entry, given, ns.unit_of)
         args = {k: ns.eval(f"{where}.{'inputs.' if k in spec.inputs else ''}{k}", text) for k, text in given.items()}
         if "reference" in args and "value" in args and np.ndim(args["reference"]) == 0 and np.ndim(args["value"]) > 0:
             args["reference"] = np.broadcast_to(np.asarray(args["reference"], dtype=np.float64),
@@ -339,7 +353,6 @@ def _metrics(conf: DictConfig, ns: Namespace):
         except (ValueError, TypeError) as exc:
             raise HarnessInputError(f"{where}: {spec.metric}: {exc}") from None
         metrics[name] = value
-        unit = {"1": "1", "value": u_val, "t": ns.unit_of(given.get("t"))}.get(entry.unit) or "?"
         units[name] = unit
         ns.define(where, name, value, unit, "metric")
     return metrics, units

@@ -109,6 +109,10 @@ def test_declared_environment_reaches_the_program(harness_env):
 def test_callable_model_and_callable_reference(harness_env):
     out = run("generic_test/callables")
     assert out.status == "ok" and out.metrics["e_y"] == pytest.approx(1e-3, rel=1e-9)
+    out = run("generic_test/callables", "case.params.metrics.e_y.metric=rms_rel")  # as the README shows
+    assert out.status == "ok" and out.metrics["e_y"] == pytest.approx(1e-3, rel=1e-9)
+    out = run("generic_test/callables", "case.params.metrics.e_y.metric=max_abs_error")
+    assert out.status == "ok" and out.metrics["e_y"] == pytest.approx(1e-3, rel=1e-9)  # at t = 0, y = 1
 
 
 def _check_failed(out, status, pattern):
@@ -171,6 +175,8 @@ def test_bad_declarations_are_invalid_input(harness_env, overrides, pattern):
     (["case.params.reference.y_exact.expression='t.real'"],
      "case.params.reference.y_exact.expression: forbidden construct: attribute access"),
     (["+case.params.parameters.t=1"], "case.params.outputs.t: the name 't' is already defined"),
+    (["case.params.outputs.t.unit=ms", "case.params.metrics.e_csv.value=t"],
+     r"case.params.metrics.e_csv: units differ: value t \[ms\] vs reference y_exact \[1\]"),
 ])
 def test_bad_declarations_are_refused_before_the_model_runs(harness_env, overrides, pattern):
     out = run("generic_test/formats", PY, *overrides)
