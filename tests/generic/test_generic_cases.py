@@ -72,34 +72,31 @@ def test_generic_path_gives_the_metrics_of_the_family_adapter(harness_env):
         assert generic.metrics[k] == pytest.approx(family.metrics[k], rel=1e-12, abs=1e-16), k
 
 
-def test_every_reader_slice_and_reference_file(harness_env):
-    out = run("generic_test/formats", PY)
+def test_every_reader_slice_reference_file_and_literal_arguments(harness_env):
+    value = "a b $HOME; `x`"
+    out = run("generic_test/formats", PY, f"+case.params.model.env.HARNESS_TEST_VAR='{value}'")
     assert out.status == "ok", out.message
     for k in ("e_csv", "e_npz", "e_npy", "e_h5", "e_json", "e_file", "e_slice"):
         assert out.metrics[k] == 0.0, k
     assert out.metrics["n"] == 21.0
-    q = np.load(Path(out.run_dir) / "quantities.npz")
+    run_dir = Path(out.run_dir)
+    q = np.load(run_dir / "quantities.npz")
     assert q["y_tail"].shape == (11,) and q["y_h5"].shape == (21,)
     assert [Path(i["path"]).name for i in manifest(out)["inputs"]] == ["writer.py", "sine_reference.csv"]
-
-
-def test_shell_metacharacters_are_passed_literally(harness_env):
-    out = run("generic_test/formats", PY)
-    run_dir = Path(out.run_dir)
+    # no shell: the label with shell metacharacters reaches the program as one literal argument
     from harness.compose import compose
 
     label = compose(["+case=generic_test/formats", SEARCH]).case.params.parameters.label
-    assert any(c in label for c in ";|&$`*>")
+    assert all(c in label for c in ";|&$`*>")
     assert json.loads((run_dir / "argv.json").read_text()) == [label, "0", "0.0"]
     for name in ("PWNED", "SUBST", "TICK", "redirected.txt"):
         assert not (run_dir / name).exists(), name
-
-
-def test_declared_environment_reaches_the_program(harness_env):
-    value = "a b $HOME; `x`"
-    out = run("generic_test/formats", PY, f"+case.params.model.env.HARNESS_TEST_VAR='{value}'")
-    env = json.loads((Path(out.run_dir) / "env.json").read_text())
+    # the declared environment on top of the inherited one, values literal
+    env = json.loads((run_dir / "env.json").read_text())
     assert env["HARNESS_TEST_VAR"] == value and env["PATH"] == os.environ["PATH"]
+
+
+def test_inherit_env_false_gives_only_the_declared_environment(harness_env):
     out = run("generic_test/formats", PY, "case.params.model.inherit_env=false", "+case.params.model.env.ONLY=1")
     assert out.status == "ok", out.message
     env = json.loads((Path(out.run_dir) / "env.json").read_text())
@@ -140,10 +137,11 @@ def _check_failed(out, status, pattern):
      r"timed out after 0.5 s and was killed"),
     (["case.params.parameters.python=no-such-solver-xyz"], "error", "executable 'no-such-solver-xyz' not found"),
 ])
-def test_missing_outputs_and_failing_commands(harness_env, overrides, status, pattern):
+def test_missing_outputs_and_failing_commands(harness_env, caplog, overrides, status, pattern):
     out = run("generic_test/formats", PY, *overrides)
     m = _check_failed(out, status, pattern)
-    if "exited with 3" in pattern:  # the tails of stdout and stderr reach the manifest
+    if "exited with 3" in pattern:  # the tails of stdout and stderr reach the log and the manifest
+        assert "writer: a line on stderr" in caplog.text and "writer: label=" in caplog.text
         assert "writer: a line on stderr" in m["info"]["traceback"]
         assert "writer: label=" in m["info"]["traceback"]
         assert (Path(out.run_dir) / "model.stderr.txt").read_text() == "writer: a line on stderr\n"
@@ -191,16 +189,12 @@ def test_schema_rejects_a_misspelt_key_at_composition(harness_env):
         run("examples/heat1d", "case.params.model.timeout=5")
 
 
-def test_cli_exit_codes_and_one_line(harness_env, tmp_path):
+def test_cli_exit_code_2_and_one_line(harness_env, tmp_path):
     env = dict(os.environ, HARNESS_OUTPUTS=str(tmp_path))
-    base = [sys.executable, "-m", "harness", "+case=generic_test/formats", SEARCH, PY, "tracking=none"]
-    res = subprocess.run([*base, "case.params.metrics.e_npy.metric=nope"], cwd=ROOT, env=env,
+    res = subprocess.run([sys.executable, "-m", "harness", "+case=generic_test/formats", SEARCH, PY, "tracking=none",
+                          "case.params.metrics.e_npy.metric=nope"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 2, res.stdout + res.stderr
     lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "INVALID" in lines[0] and "unknown metric 'nope'" in lines[0]
-    res = subprocess.run([*base, "case.params.parameters.exit_code=4"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 1 and "exited with 4" in res.stdout
-    log_text = res.stdout + res.stderr  # Hydra's console log handler writes to stdout
-    assert "writer: a line on stderr" in log_text  # the tail is in the log
+    assert len(lines) == 1 and "INVALID" in lines[0], res.stdout
+    assert "case.params.metrics.e_npy.metric: unknown metric 'nope'" in lines[0]
