@@ -88,7 +88,7 @@ def test_every_reader_slice_reference_file_and_literal_arguments(harness_env):
 
     label = compose(["+case=generic_test/formats", SEARCH]).case.params.parameters.label
     assert all(c in label for c in ";|&$`*>")
-    assert json.loads((run_dir / "argv.json").read_text()) == [label, "0", "0.0"]
+    assert json.loads((run_dir / "argv.json").read_text()) == [label, "0", "0.0", f"{run_dir}/marker"]
     for name in ("PWNED", "SUBST", "TICK", "redirected.txt"):
         assert not (run_dir / name).exists(), name
     # the declared environment on top of the inherited one, values literal

@@ -1,6 +1,6 @@
 """A stand-in external solver for the generic-case tests: writes y = sin(t) in every format.
 
-usage: writer.py LABEL EXIT_CODE SLEEP_S
+usage: writer.py LABEL EXIT_CODE SLEEP_S [ANY...]
 Writes data.csv (t, y), data.npz (t, y), y.npy, data.h5 (/results/t, /results/y), data.json
 ({"y": [...], "scalars": {"n": N}}), argv.json (its own arguments) and env.json (its
 environment) into the working
