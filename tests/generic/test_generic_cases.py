@@ -155,9 +155,11 @@ def test_missing_outputs_and_failing_commands(harness_env, caplog, overrides, st
      r"case.params.reference.y_exact.expression: name 'tau' is not defined"),
     (["case.params.reference.y_exact={expression: '__import__(1)'}", "case.params.reference.y_exact._target_=null"],
      r"forbidden construct: call of '__import__', which is not an allowed function"),
-    (["case.params.reference.y_exact.kind=baseline"], r"case.params.reference.y_exact: baseline references need harness.baseline"),
+    (["case.params.reference.y_exact.kind=baseline"],
+     r"case.params.reference.y_exact: baseline references need harness.baseline"),
     (["+case.params.metrics.e_y.options.J_scale=1.0"], "case.params.metrics.e_y.options: rel_l2 has no option J_scale"),
-    (["case.params.reference.y_exact.unit=s"], r"case.params.metrics.e_y: units differ: value y \[m\] vs reference y_exact \[s\]"),
+    (["case.params.reference.y_exact.unit=s"],
+     r"case.params.metrics.e_y: units differ: value y \[m\] vs reference y_exact \[s\]"),
     (["+case.params.model.kwargs.speed=1"], "case.params.model.kwargs: got an unexpected keyword argument 'speed'"),
     (["case.params.model._target_=user_module.not_a_mapping"], "returned list, not a mapping"),
 ])
