@@ -134,3 +134,60 @@ def test_library_is_documented_in_the_readme():
     expr = expr[:expr.index("\n### ", 5)] if "\n### " in expr[5:] else expr
     for name in FUNCTIONS:
         assert f"`{name}`" in expr, name
+
+
+# -- the model runner ------------------------------------------------------------------------
+def _command(command, **fields):
+    from omegaconf import OmegaConf
+
+    from harness.generic.schema import CommandConf
+
+    return OmegaConf.merge(OmegaConf.structured(CommandConf), {"command": command, **fields})
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_run_command_exit_code_and_process_group_kill(tmp_path):
+    import sys
+    import time
+
+    from harness.context import RunContext
+    from harness.generic.model import ModelFailed, run_command
+
+    ctx = RunContext(run_dir=tmp_path)
+    rec = run_command(ctx, _command([sys.executable, "-c", "import sys; print('bye'); sys.exit(3)"],
+                                    expected_exit_code=3), "ok3", "m")
+    assert rec.returncode == 3 and rec.stdout_tail == ["bye"] and (tmp_path / "ok3.stdout.txt").is_file()
+    spawn = ("import subprocess, sys, time; "
+             "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+             "open('child.pid', 'w').write(str(p.pid)); print('started', flush=True); time.sleep(60)")
+    start = time.perf_counter()
+    with pytest.raises(ModelFailed, match=r"m.command: .* timed out after 1 s and was killed") as err:
+        run_command(ctx, _command([sys.executable, "-c", spawn], timeout_s=1.0), "slow", "m")
+    assert time.perf_counter() - start < 30
+    assert "started" in str(err.value)  # the stdout tail is in the error (log and manifest)
+    child = int((tmp_path / "child.pid").read_text())
+    for _ in range(50):  # the grandchild died with its process group
+        if not _alive(child):
+            break
+        time.sleep(0.1)
+    assert not _alive(child)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_callable_kwargs_are_instantiated_and_placeholders_replaced():
+    from omegaconf import OmegaConf
+
+    from harness.generic.model import instantiate_kwargs
+
+    node = OmegaConf.create({"a": 1, "b": {"_target_": "numpy.linspace", "start": 0, "stop": 1, "num": 3},
+                             "c": ["<run_dir>/x", "<project_dir>/y"]})
+    kwargs = instantiate_kwargs("m", node, Path("/rd"))
+    np.testing.assert_array_equal(kwargs["b"], [0.0, 0.5, 1.0])
+    assert kwargs["a"] == 1 and kwargs["c"] == ["/rd/x", f"{ROOT}/y"]
