@@ -201,6 +201,7 @@ def register_all() -> None:
     if _REGISTERED:
         return
     register_core()
+    import harness.generic  # noqa: F401  (the generic case's schema and resolvers)
     import harness.families as families
 
     for mod in pkgutil.iter_modules(families.__path__):

@@ -144,3 +144,207 @@ def scd(y, y_ref) -> float:
     if rel == 0.0:
         return math.inf
     return -math.log10(rel)
+
+
+# -- the metric library of declarative cases --------------------------------------------------
+# Functions below are used by the generic case (harness.generic) through the registry
+# ``LIBRARY`` and by family adapters directly. Inputs are array-likes (float64); a scalar
+# reference is broadcast to the shape of the value by the generic case, not here.
+
+
+def _same_shape(name: str, value: np.ndarray, reference: np.ndarray) -> None:
+    if value.shape != reference.shape:
+        raise ValueError(f"{name}: shapes differ: value {value.shape} vs reference {reference.shape}")
+
+
+def _scalar(name: str, x) -> float:
+    a = _arr(x)
+    if a.size != 1:
+        raise ValueError(f"{name}: needs a scalar, got an array of shape {a.shape}")
+    return float(a.reshape(()))
+
+
+def _ratio(num: float, den: float) -> float:
+    if den == 0.0:
+        return 0.0 if num == 0.0 else math.inf
+    return num / den
+
+
+def rel_error(value, reference) -> float:
+    """Relative error of a scalar ``|v − r| / |r|`` (inf when r = 0 ≠ v)."""
+    v, r = _scalar("rel_error", value), _scalar("rel_error", reference)
+    return _ratio(abs(v - r), abs(r))
+
+
+def abs_error(value, reference) -> float:
+    """Absolute error of a scalar ``|v − r|`` (in the unit of v)."""
+    return abs(_scalar("abs_error", value) - _scalar("abs_error", reference))
+
+
+def max_abs_error(value, reference) -> float:
+    """``max_i |v_i − r_i|`` over all samples (in the unit of v)."""
+    v, r = _arr(value), _arr(reference)
+    _same_shape("max_abs_error", v, r)
+    return float(np.max(np.abs(v - r))) if v.size else 0.0
+
+
+def rel_l2(value, reference, x=None) -> float:
+    """Relative L2 error ``‖v − r‖ / ‖r‖``.
+
+    Without ``x`` the norms are sums over all samples (then equal to :func:`relative_rms`);
+    with the 1-D sample coordinates ``x`` they are trapezoidal integrals over x, the
+    discrete L2(x) norm of a field on a non-uniform grid.
+    """
+    v, r = _arr(value), _arr(reference)
+    _same_shape("rel_l2", v, r)
+    if x is None:
+        return relative_rms(v, r)
+    xs = _arr(x)
+    if v.ndim != 1 or xs.shape != v.shape:
+        raise ValueError(f"rel_l2: x must be 1-D with the shape of the value {v.shape}, got {xs.shape}")
+    num = math.sqrt(float(np.trapezoid((v - r) ** 2, xs)))
+    den = math.sqrt(float(np.trapezoid(r ** 2, xs)))
+    return _ratio(num, den)
+
+
+def rms_rel(value, reference) -> float:
+    """Relative RMS error of seed 003 (beam MOR): ``sqrt(Σ(u − u_ref)²) / sqrt(Σ u_ref²)``
+    over every sample of the field (space and time together); the same as :func:`relative_rms`."""
+    return relative_rms(value, reference)
+
+
+def impulse_error(value, reference, t=None, dt=None, J_scale: float = 0.0) -> float:
+    """``e_J`` from force histories: impulses of the value and the reference, then :func:`e_J`.
+
+    With ``dt`` (per-sample step lengths, s) the impulse is the sum ``Σ F_n dt_n`` of step
+    values; with ``t`` (sample times, s) the trapezoidal integral ``∫ F dt``. Exactly one.
+    """
+    v, r = _arr(value), _arr(reference)
+    _same_shape("e_J", v, r)
+    if (t is None) == (dt is None):
+        raise ValueError("e_J: give exactly one of t (trapezoid over sample times) or dt (sum of step values)")
+    if dt is not None:
+        d = np.broadcast_to(_arr(dt), v.shape)
+        return e_J(float(np.sum(v * d)), float(np.sum(r * d)), J_scale)
+    ts = _arr(t)
+    if ts.shape != v.shape:
+        raise ValueError(f"e_J: t has shape {ts.shape}, the value {v.shape}")
+    return e_J(impulse(ts, v), impulse(ts, r), J_scale)
+
+
+def maximum(value) -> float:
+    """Largest sample ``max_i v_i``."""
+    return float(np.max(_arr(value)))
+
+
+def minimum(value) -> float:
+    """Smallest sample ``min_i v_i``."""
+    return float(np.min(_arr(value)))
+
+
+def final(value) -> float:
+    """Last sample ``v[-1]`` of the flattened value (a scalar is its own final value)."""
+    v = _arr(value).ravel()
+    if not v.size:
+        raise ValueError("final: empty value")
+    return float(v[-1])
+
+
+def scalar_value(value) -> float:
+    """A scalar quantity or expression as it is (size 1)."""
+    return _scalar("value", value)
+
+
+def period(t, value, level: float = 0.0) -> float:
+    """Mean period from the upward crossings of ``value − level``, s.
+
+    Crossing times are linearly interpolated between samples; the period is
+    ``(t_last − t_first) / (n_crossings − 1)``. Needs two upward crossings.
+    """
+    ts, y = _arr(t), _arr(value) - float(level)
+    if ts.shape != y.shape or y.ndim != 1:
+        raise ValueError(f"period: t and value must be 1-D of one shape, got {ts.shape} and {y.shape}")
+    i = np.nonzero((y[:-1] < 0.0) & (y[1:] >= 0.0))[0]
+    if i.size < 2:
+        raise ValueError(f"period: needs at least two upward crossings of {level}, found {i.size}")
+    tc = ts[i] - y[i] * (ts[i + 1] - ts[i]) / (y[i + 1] - y[i])
+    return float((tc[-1] - tc[0]) / (tc.size - 1))
+
+
+def slope(x, value) -> float:
+    """Least-squares slope of ``log value`` against ``log x`` over positive finite pairs
+    (the order of a power law ``value ∝ x^p``); NaN with fewer than two pairs."""
+    xs, y = _arr(x).ravel(), _arr(value).ravel()
+    if xs.shape != y.shape:
+        raise ValueError(f"slope: x and value differ in size: {xs.size} vs {y.size}")
+    ok = np.isfinite(xs) & np.isfinite(y) & (xs > 0) & (y > 0)
+    if ok.sum() < 2 or np.ptp(np.log(xs[ok])) == 0.0:
+        return math.nan
+    return float(np.polyfit(np.log(xs[ok]), np.log(y[ok]), 1)[0])
+
+
+@dataclass(frozen=True)
+class LibraryMetric:
+    """One entry of the metric library.
+
+    inputs:   required array inputs (names of the function's parameters)
+    optional: optional array inputs
+    options:  scalar keyword options (numbers from the config)
+    unit:     "1" (dimensionless), "value" (the unit of the value) or "t" (the unit of t)
+    formula:  the definition, as documented in the README table
+    """
+
+    fn: object  # the function computing the metric
+    inputs: tuple
+    optional: tuple = ()
+    options: tuple = ()
+    unit: str = "1"
+    formula: str = ""
+
+
+def _energy_drift(value, W_ext=None, E_scale: Optional[float] = None) -> float:
+    """:func:`energy_drift` of the energy history ``value``."""
+    return energy_drift(value, W_ext, E_scale)
+
+
+def _e_F(value, reference) -> float:
+    """:func:`e_F` of the value against the reference."""
+    return e_F(value, reference)
+
+
+def _scd(value, reference) -> float:
+    """:func:`scd` of the value against the reference."""
+    return scd(value, reference)
+
+
+LIBRARY: Dict[str, LibraryMetric] = {
+    "rel_error": LibraryMetric(rel_error, ("value", "reference"), formula="|v − r| / |r| (scalars)"),
+    "abs_error": LibraryMetric(abs_error, ("value", "reference"), unit="value", formula="|v − r| (scalars)"),
+    "max_abs_error": LibraryMetric(max_abs_error, ("value", "reference"), unit="value",
+                                   formula="max_i |v_i − r_i|"),
+    "rel_l2": LibraryMetric(rel_l2, ("value", "reference"), optional=("x",),
+                            formula="‖v − r‖₂ / ‖r‖₂ (sums; trapezoid over x if given)"),
+    "rms_rel": LibraryMetric(rms_rel, ("value", "reference"),
+                             formula="sqrt(Σ(v − r)²) / sqrt(Σ r²) over all samples (seed 003)"),
+    "e_F": LibraryMetric(_e_F, ("value", "reference"), formula="max_t |v − r| / max_t |r|"),
+    "e_J": LibraryMetric(impulse_error, ("value", "reference"), optional=("t", "dt"), options=("J_scale",),
+                         formula="|J_v − J_r| / max(|J_r|, J_scale), J = Σ F dt (dt) or ∫ F dt (t)"),
+    "energy_drift": LibraryMetric(_energy_drift, ("value",), optional=("W_ext",), options=("E_scale",),
+                                  formula="max_t |E(t) − E(0) − W_ext(t)| / E_scale (default max |E|)"),
+    "scd": LibraryMetric(_scd, ("value", "reference"), formula="−log10(max_i |v_i − r_i| / |r_i|), r_i ≠ 0"),
+    "max": LibraryMetric(maximum, ("value",), unit="value", formula="max_i v_i"),
+    "min": LibraryMetric(minimum, ("value",), unit="value", formula="min_i v_i"),
+    "final": LibraryMetric(final, ("value",), unit="value", formula="v[-1]"),
+    "value": LibraryMetric(scalar_value, ("value",), unit="value", formula="v (a scalar or size-1 expression)"),
+    "period": LibraryMetric(period, ("t", "value"), options=("level",), unit="t",
+                            formula="mean spacing of the upward crossings of v − level (linear interpolation)"),
+    "slope": LibraryMetric(slope, ("x", "value"), formula="least-squares slope of log v against log x"),
+}
+
+
+def library_metric(name: str) -> LibraryMetric:
+    """The library entry ``name``; KeyError naming the known metrics otherwise."""
+    try:
+        return LIBRARY[name]
+    except KeyError:
+        raise KeyError(f"unknown metric {name!r} (known: {', '.join(sorted(LIBRARY))})") from None
