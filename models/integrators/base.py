@@ -95,6 +95,9 @@ class ResidualProblem:
     f_t      : optional analytic df/dt of the reduced field (n,)
     newton_tol : max-norm tolerance of the scaled Newton update / residual
     max_newton_iter : Newton iteration limit per residual solve
+    typical_y, typical_z : typical magnitudes (n,), (m,) of y and z (their units) for the
+        finite-difference partials: increment sqrt(eps) * max(|x_j|, typical_j); default 1
+        for every entry (give them when the unknowns are far from unit size)
     """
 
     residual: Callable[[float, Array, Array], Array]
@@ -111,11 +114,20 @@ class ResidualProblem:
     z_names: Optional[Sequence[str]] = None
     newton_tol: float = 1.0e-12
     max_newton_iter: int = 20
+    typical_y: Optional[Sequence[float]] = None
+    typical_z: Optional[Sequence[float]] = None
 
     def __post_init__(self) -> None:
         self.y0 = np.array(self.y0, dtype=np.float64).reshape(-1)
         self.z0 = np.array(self.z0, dtype=np.float64).reshape(-1)
         n, m = self.y0.size, self.z0.size
+        for name, size in (("typical_y", n), ("typical_z", m)):
+            v = getattr(self, name)
+            if v is not None:
+                arr = np.array(v, dtype=np.float64).reshape(-1)
+                if arr.shape != (size,) or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+                    raise ValueError(f"{name}: need {size} finite typical magnitudes > 0, got {v!r}")
+                setattr(self, name, arr)
         if m < n:
             raise ValueError(f"z0: needs at least len(y0)={n} entries (the derivatives), got {m}")
         idx = np.arange(n) if self.deriv_index is None else np.asarray(self.deriv_index, dtype=int)
