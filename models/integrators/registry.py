@@ -33,4 +33,5 @@ def get(name: str) -> type:
 
 
 def available() -> List[str]:
+    """Sorted names of every registered integrator (``cvode_bdf``, ``ros2``, ...)."""
     return sorted(_REGISTRY)

@@ -27,6 +27,16 @@ log = logging.getLogger(__name__)
 
 @register("cvode_bdf")
 class CVODEBDF(Integrator):
+    """SUNDIALS CVODE BDF with a dense linear solver (see the module docstring for the options).
+
+    >>> import numpy as np
+    >>> from models.integrators import ODEProblem, get
+    >>> sol = get("cvode_bdf")(rtol=1e-9, atol=1e-12).solve(
+    ...     ODEProblem(lambda t, y: -y, [1.0], (0.0, 1.0)), np.array([0.0, 1.0]))
+    >>> abs(float(sol.y[-1, 0]) - float(np.exp(-1.0))) < 1e-7
+    True
+    """
+
     name = "cvode_bdf"
     defaults: Dict[str, Any] = {
         "rtol": 1.0e-6,
