@@ -2,7 +2,7 @@
 
 Build (warnings are errors), from the repository root:
 
-    python -m sphinx -W --keep-going -b html docs docs/_build/html
+    python -m sphinx -E -W --keep-going -b html docs docs/_build/html
 
 The README, the family READMEs and the case catalogue are not copied: the pages include the
 READMEs and ``catalogue.py`` regenerates the catalogue from ``conf/`` on every build.
@@ -36,7 +36,11 @@ autodoc_default_options = {"members": True, "imported-members": True, "undoc-mem
                            "show-inheritance": False}
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
+napoleon_use_ivar = True  # dataclass fields are documented once (as members), not twice
 nitpicky = False
+# shapes such as "(n, n)" in numpy-style types are looked up as Python names; several
+# classes have an attribute ``n``, so the lookup is ambiguous: that is not an error of ours
+suppress_warnings = ["ref.python"]
 
 # links between the included READMEs point at repository files; on the site they become pages
 _README_PAGES = {
@@ -76,6 +80,50 @@ def _include_read(app, relative_path, parent_docname, content):
     content[0] = _promote_headings(_relink(content[0], parent_docname))
 
 
+_SECTION = re.compile(r"^\s*-{3,}\s*$")
+
+
+def _escape_pipes(line: str) -> str:
+    """``|x|`` is an absolute value in our docstrings, not an RST substitution (literals kept)."""
+    parts = re.split(r"(``.*?``)", line)
+    return "".join(p if p.startswith("``") else p.replace("|", "\\|") for p in parts)
+
+
+def _plain_docstring(app, what, name, obj, options, lines):
+    """Render the models' free-form docstrings faithfully.
+
+    Many docstrings list fields as ``name : text`` with hanging indents (no numpy section
+    header). RST would read those as definition lists or block quotes and warn; such a
+    paragraph becomes a line block (line breaks and indents kept). Doctests and numpy-style
+    docstrings (with ``-----`` section underlines) are left to napoleon.
+    """
+    if any(_SECTION.match(ln) for ln in lines):
+        lines[:] = [_escape_pipes(ln) for ln in lines]
+        return
+    out, para = [], []
+
+    def flush():
+        if not para:
+            return
+        indents = {len(ln) - len(ln.lstrip()) for ln in para}
+        literal = para[0].lstrip().startswith((">>>", "..")) or any(ln.rstrip().endswith("::") for ln in para)
+        if len(indents) > 1 and not literal:
+            base = min(indents)
+            out.extend("| " + " " * (len(ln) - len(ln.lstrip()) - base) + _escape_pipes(ln.strip()) for ln in para)
+        else:
+            out.extend(ln if literal else _escape_pipes(ln) for ln in para)
+        para.clear()
+
+    for ln in lines:
+        if ln.strip():
+            para.append(ln)
+        else:
+            flush()
+            out.append(ln)
+    flush()
+    lines[:] = out
+
+
 def _write_catalogue(app):
     catalogue.write(DOCS / "_generated" / "catalogue.md")
 
@@ -83,4 +131,5 @@ def _write_catalogue(app):
 def setup(app):
     app.connect("builder-inited", _write_catalogue)
     app.connect("include-read", _include_read)
+    app.connect("autodoc-process-docstring", _plain_docstring)
     return {"parallel_read_safe": True}
