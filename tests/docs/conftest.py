@@ -14,10 +14,11 @@ BUILD_COMMAND = "python -m sphinx -E -W --keep-going -b html docs docs/_build/ht
 HTML = ROOT / "docs" / "_build" / "html"
 
 
-def run_readme_command(command: str, env_extra=None, timeout: float = 300.0) -> subprocess.CompletedProcess:
+def run_readme_command(command: str, env_extra=None, timeout: float = 300.0,
+                       readme: Path = README) -> subprocess.CompletedProcess:
     """Run a README command exactly as written, from the repository root."""
-    assert f"`{command}`" in README.read_text(encoding="utf-8") or f"    {command}\n" in README.read_text(
-        encoding="utf-8"), f"the README no longer shows {command!r}"
+    text = readme.read_text(encoding="utf-8")
+    assert f"`{command}`" in text or f"    {command}\n" in text, f"{readme.name} no longer shows {command!r}"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", **(env_extra or {})}
     return subprocess.run(shlex.split(command), cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 

@@ -46,3 +46,30 @@ def test_example_runs_prints_and_saves_a_figure(command, tmp_path):
     else:
         errs = _errors(out)
         assert len(errs) == 3 and max(errs) < 1e-12  # conservative: the total force is exact
+
+
+def test_your_own_vessel_file_as_the_vessel_readme_shows(tmp_path):
+    """cp the tanker to my_vessel.yaml (in the repository root, removed afterwards), change its
+    heave stiffness, and run the example and a case on it: the case sees the changed file."""
+    from tests.docs.conftest import ROOT
+
+    readme = ROOT / "models" / "vessel" / "README.md"
+    mine = ROOT / "my_vessel.yaml"
+    assert not mine.exists(), "a my_vessel.yaml is already in the repository root"
+    env = {"HARNESS_OUTPUTS": str(tmp_path)}
+    try:
+        cp = run_readme_command("cp models/vessel/data/tanker.yaml my_vessel.yaml", readme=readme)
+        assert cp.returncode == 0 and mine.is_file()
+        text = mine.read_text()
+        K33 = "5.09680512e+7"
+        assert text.count(K33) == 1
+        mine.write_text(text.replace(K33, "2.03872205e+8"))  # 4 x the heave stiffness: half the period
+        ex = run_readme_command("python examples/vessel/turning_circle.py my_vessel.yaml", env, readme=readme)
+        assert ex.returncode == 0 and "my_vessel.yaml: success=True" in ex.stdout, ex.stderr[-2000:]
+        case = run_readme_command("python -m harness +case=vessel/heave_decay source.data_file=my_vessel.yaml "
+                                  "tracking=none", env, readme=readme)
+        assert case.returncode == 0, case.stdout[-2000:] + case.stderr[-2000:]
+        period = float(re.search(r"natural_period_s=([0-9.]+)", case.stdout).group(1))
+        assert abs(period - 8.975 / 2) < 0.01  # the tanker's 8.975 s halved: the case used my file
+    finally:
+        mine.unlink(missing_ok=True)
