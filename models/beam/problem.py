@@ -29,7 +29,11 @@ log = logging.getLogger(__name__)
 
 
 def time_grid(t_end: float, dt: float) -> np.ndarray:
-    """Uniform grid 0, dt, …, t_end [s]; t_end must be a positive multiple of dt."""
+    """Uniform grid 0, dt, …, t_end [s]; t_end must be a positive multiple of dt.
+
+    >>> time_grid(0.01, 0.0025)
+    array([0.    , 0.0025, 0.005 , 0.0075, 0.01  ])
+    """
     if not (math.isfinite(dt) and dt > 0.0):
         raise ValueError(f"dt must be > 0 s, got {dt!r}")
     if not (math.isfinite(t_end) and t_end > 0.0):

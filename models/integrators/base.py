@@ -56,6 +56,10 @@ class ODEProblem:
     f_t   : optional (t, y) -> (n,) partial derivative of rhs in t at fixed y
     names : optional state names (used for per-state tolerances)
     autonomous : True if rhs does not depend on t (f_t = 0 is then used without evaluating it)
+
+    >>> p = ODEProblem(lambda t, y: -y, [1.0, 2.0], (0.0, 1.0), names=["a", "b"])
+    >>> p.n, p.t_span
+    (2, (0.0, 1.0))
     """
 
     rhs: Callable[[float, Array], Array]
@@ -98,6 +102,12 @@ class ResidualProblem:
     typical_y, typical_z : typical magnitudes (n,), (m,) of y and z (their units) for the
         finite-difference partials: increment sqrt(eps) * max(|x_j|, typical_j); default 1
         for every entry (give them when the unknowns are far from unit size)
+
+    >>> import numpy as np
+    >>> # y' = -w, 0 = w - y (w algebraic); z = (y', w)
+    >>> p = ResidualProblem(lambda t, y, z: np.array([z[0] + z[1], z[1] - y[0]]), [1.0], [-1.0, 1.0], (0.0, 1.0))
+    >>> p.n, p.m
+    (1, 2)
     """
 
     residual: Callable[[float, Array, Array], Array]

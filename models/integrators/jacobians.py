@@ -181,6 +181,12 @@ def fd_residual_partials(
 
     Increments by :func:`fd_increments`: h_j = delta * max(|x_j|, typical_j) for y and z,
     h_t = delta * max(|t|, typical_t) [s]; delta defaults to sqrt(eps).
+
+    >>> import numpy as np
+    >>> R = lambda t, y, z: np.array([z[0] - y[0] ** 2 * np.sin(t)])
+    >>> Rz, Ry, Rt = fd_residual_partials(R, 1.0, np.array([2.0]), np.array([0.0]))
+    >>> round(float(Ry[0, 0]), 6), round(float(-4 * np.sin(1.0)), 6)     # -2 y sin t
+    (-3.365884, -3.365884)
     """
     m, n = z.size, y.size
     hz, hy = fd_increments(z, typical_z, delta), fd_increments(y, typical_y, delta)
