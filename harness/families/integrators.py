@@ -41,6 +41,14 @@ log = logging.getLogger(__name__)
 
 
 # -- integrator group schemas -----------------------------------------------------------------
+# The defaults are the library's (``<Integrator>.defaults``): one set, shared by
+# ``get(name)(...)`` and the config group (whose YAML files name only ``_target_``).
+def _lib(cls_path: str, key: str):
+    from models.integrators.registry import get
+
+    return get(cls_path).defaults[key]
+
+
 @dataclass
 class ROS2Conf:
     """ROS2 fixed step: exactly one of h [s] and n_steps."""
@@ -48,7 +56,7 @@ class ROS2Conf:
     _target_: str = "models.integrators.rosenbrock.ROS2"
     h: Optional[float] = None
     n_steps: Optional[int] = None
-    time_derivative: str = "auto"  # auto | fd | none
+    time_derivative: str = _lib("ros2", "time_derivative")  # auto | fd | none
     jacobian: str = "auto"  # auto | analytic | fd | sensitivity (residual form)
     fd_options: Optional[Dict[str, Any]] = None
 
@@ -58,19 +66,19 @@ class ROS2AdaptiveConf:
     """ROS2 with embedded error estimate and step control (tolerances per state by name)."""
 
     _target_: str = "models.integrators.rosenbrock.ROS2Adaptive"
-    rtol: float = 1.0e-6
-    atol: float = 1.0e-8
+    rtol: float = _lib("ros2_adaptive", "rtol")
+    atol: float = _lib("ros2_adaptive", "atol")
     rtol_by_name: Optional[Dict[str, float]] = None
     atol_by_name: Optional[Dict[str, float]] = None
     h0: Optional[float] = None  # s; None = automatic starting step
-    h_min: float = 0.0  # s
-    h_max: float = math.inf  # s
-    max_steps: int = 200000  # attempts
-    safety: float = 0.9
-    fac_min: float = 0.2
-    fac_max: float = 5.0
-    time_derivative: str = "auto"
-    kernel: str = "auto"  # auto: compiled stages for <= 32 states (numba) | lapack
+    h_min: float = _lib("ros2_adaptive", "h_min")  # s
+    h_max: float = _lib("ros2_adaptive", "h_max")  # s
+    max_steps: int = _lib("ros2_adaptive", "max_steps")  # attempts
+    safety: float = _lib("ros2_adaptive", "safety")
+    fac_min: float = _lib("ros2_adaptive", "fac_min")
+    fac_max: float = _lib("ros2_adaptive", "fac_max")
+    time_derivative: str = _lib("ros2_adaptive", "time_derivative")
+    kernel: str = _lib("ros2_adaptive", "kernel")  # auto: compiled stages for <= 32 states (numba) | lapack
     jacobian: str = "auto"
     fd_options: Optional[Dict[str, Any]] = None
 
@@ -80,14 +88,14 @@ class CVODEConf:
     """SUNDIALS CVODE BDF, dense linear solver (scikit-sundae)."""
 
     _target_: str = "models.integrators.sundials.CVODEBDF"
-    rtol: float = 1.0e-6
-    atol: float = 1.0e-8
+    rtol: float = _lib("cvode_bdf", "rtol")
+    atol: float = _lib("cvode_bdf", "atol")
     atol_by_name: Optional[Dict[str, float]] = None
-    max_num_steps: int = 100000  # per output interval
-    max_step: float = 0.0  # s, 0 = unbounded
-    first_step: float = 0.0  # s, 0 = CVODE's estimate
-    max_order: int = 5
-    output_mode: str = "stop"  # stop (exact outputs, counted steps) | interpolate (CV_NORMAL)
+    max_num_steps: int = _lib("cvode_bdf", "max_num_steps")  # per output interval
+    max_step: float = _lib("cvode_bdf", "max_step")  # s, 0 = unbounded
+    first_step: float = _lib("cvode_bdf", "first_step")  # s, 0 = CVODE's estimate
+    max_order: int = _lib("cvode_bdf", "max_order")
+    output_mode: str = _lib("cvode_bdf", "output_mode")  # stop (exact outputs, counted steps) | interpolate (CV_NORMAL)
     jacobian: str = "auto"
     fd_options: Optional[Dict[str, Any]] = None
 
@@ -97,12 +105,12 @@ class ScipyIVPConf:
     """scipy.integrate Radau / BDF / LSODA (``_target_`` picks the method)."""
 
     _target_: str = "models.integrators.scipy_ivp.ScipyRadau"
-    rtol: float = 1.0e-6
-    atol: float = 1.0e-8
+    rtol: float = _lib("scipy_radau", "rtol")
+    atol: float = _lib("scipy_radau", "atol")
     atol_by_name: Optional[Dict[str, float]] = None
     first_step: Optional[float] = None
-    max_step: float = math.inf
-    max_steps: int = 1000000
+    max_step: float = _lib("scipy_radau", "max_step")
+    max_steps: int = _lib("scipy_radau", "max_steps")
     jacobian: str = "auto"
     fd_options: Optional[Dict[str, Any]] = None
 

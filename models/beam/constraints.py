@@ -42,7 +42,13 @@ class SliderRows:
 
 @dataclass(frozen=True)
 class SlidingConstraint:
-    """Clamp rows (if ``clamp``) followed by one slider row (if ``slider``)."""
+    """Clamp rows (if ``clamp``) followed by one slider row (if ``slider``).
+
+    >>> from models.beam import build_beam
+    >>> beam = build_beam(2.0, 10, 2.1e11, 7850.0, 1e-4, 2e-10)
+    >>> SlidingConstraint(beam).matrix(1.3).shape          # 3 clamp rows + the slider row at s = 1.3 m
+    (4, 33)
+    """
 
     beam: BeamFE
     clamp: bool = True

@@ -21,6 +21,11 @@ def hermite(xi: np.ndarray, le: float) -> np.ndarray:
     """Cubic Hermite shape functions at local coordinates ``xi`` ∈ [0, 1].
 
     Returns shape ``xi.shape + (4,)`` for the element DOFs (w_i, θ_i, w_j, θ_j).
+
+    >>> import numpy as np
+    >>> hermite(np.array([0.0, 1.0]), 0.5).round(12)   # interpolates the end values
+    array([[1., 0., 0., 0.],
+           [0., 0., 1., 0.]])
     """
     xi = np.asarray(xi, dtype=np.float64)
     x2, x3 = xi * xi, xi * xi * xi
@@ -145,7 +150,12 @@ def _positive(name: str, value: float) -> float:
 
 def build_beam(length: float, n_elements: int, youngs_modulus: float, density: float,
                area: float, second_moment: float) -> BeamFE:
-    """Assemble a uniform beam of ``n_elements`` elements; every property must be > 0 (SI)."""
+    """Assemble a uniform beam of ``n_elements`` elements; every property must be > 0 (SI).
+
+    >>> beam = build_beam(2.0, 10, 2.1e11, 7850.0, 1e-4, 2e-10)   # m, -, Pa, kg/m^3, m^2, m^4
+    >>> beam.ndof, beam.M.shape
+    (33, (33, 33))
+    """
     length = _positive("length", length)
     E = _positive("youngs_modulus", youngs_modulus)
     rho = _positive("density", density)

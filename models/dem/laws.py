@@ -51,6 +51,12 @@ class ContactLaw:
     attractive      : False clamps the normal force at >= 0
     tangential      : one of TANGENTIAL_LAWS; ``k_t_ratio`` for ``linear``
     friction        : Coulomb coefficient mu (-); ``rolling_friction`` mu_r (-)
+
+    >>> ContactLaw("hertz").is_elastic
+    True
+    >>> law = ContactLaw("hertz_mindlin", restitution=0.7, tangential="mindlin", friction=0.3)
+    >>> law.hm_c > 0
+    True
     """
 
     normal: str = "hertz"

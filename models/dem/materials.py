@@ -19,7 +19,12 @@ class DEMInputError(ValueError):
 
 @dataclass(frozen=True)
 class Material:
-    """Young's modulus E (Pa), Poisson ratio nu (-), density rho (kg/m^3)."""
+    """Young's modulus E (Pa), Poisson ratio nu (-), density rho (kg/m^3).
+
+    >>> glass = Material(E=63e9, nu=0.23, density=2500.0)
+    >>> round(glass.G / 1e9, 3)    # shear modulus E / (2 (1 + nu)), GPa
+    25.61
+    """
 
     E: float
     nu: float
@@ -55,7 +60,13 @@ def check_poisson(name: str, value) -> None:
 
 
 def effective_modulus(E1, nu1, E2=None, nu2=None):
-    """E* (Pa); ``E2 is None`` means a rigid partner (wall)."""
+    """E* (Pa); ``E2 is None`` means a rigid partner (wall).
+
+    >>> round(float(effective_modulus(210e9, 0.3)) / 1e9, 3)             # steel on a rigid wall: E/(1-nu^2)
+    230.769
+    >>> round(float(effective_modulus(210e9, 0.3, 210e9, 0.3)) / 1e9, 3) # steel on steel: E/(2(1-nu^2))
+    115.385
+    """
     inv = (1.0 - np.asarray(nu1) ** 2) / np.asarray(E1)
     if E2 is not None:
         inv = inv + (1.0 - np.asarray(nu2) ** 2) / np.asarray(E2)
@@ -63,7 +74,11 @@ def effective_modulus(E1, nu1, E2=None, nu2=None):
 
 
 def effective_shear_modulus(E1, nu1, E2=None, nu2=None):
-    """G* (Pa) of Mindlin's tangential stiffness; ``E2 is None`` means a rigid partner."""
+    """G* (Pa) of Mindlin's tangential stiffness; ``E2 is None`` means a rigid partner.
+
+    >>> round(float(effective_shear_modulus(210e9, 0.3, 210e9, 0.3)) / 1e9, 3)   # G/(2(2-nu))
+    23.756
+    """
     G1 = np.asarray(E1) / (2.0 * (1.0 + np.asarray(nu1)))
     inv = (2.0 - np.asarray(nu1)) / G1
     if E2 is not None:
@@ -73,12 +88,20 @@ def effective_shear_modulus(E1, nu1, E2=None, nu2=None):
 
 
 def effective_radius(R1, R2=None):
-    """R* (m); ``R2 is None`` means a plane (wall)."""
+    """R* (m); ``R2 is None`` means a plane (wall).
+
+    >>> float(effective_radius(0.004, 0.004)), float(effective_radius(0.004))
+    (0.002, 0.004)
+    """
     R1 = np.asarray(R1, dtype=np.float64)
     return R1 if R2 is None else R1 * np.asarray(R2) / (R1 + np.asarray(R2))
 
 
 def effective_mass(m1, m2=None):
-    """m* (kg); ``m2 is None`` means an immovable partner."""
+    """m* (kg); ``m2 is None`` means an immovable partner.
+
+    >>> float(effective_mass(2.0, 2.0))
+    1.0
+    """
     m1 = np.asarray(m1, dtype=np.float64)
     return m1 if m2 is None else m1 * np.asarray(m2) / (m1 + np.asarray(m2))

@@ -35,13 +35,25 @@ E_FORCE_ZERO_MIN = math.exp(-2.0)
 
 
 def e_spring_dashpot(zeta):
-    """Classic restitution ``exp(-pi zeta / sqrt(1 - zeta^2))`` (overlap-zero rebound)."""
+    """Classic restitution ``exp(-pi zeta / sqrt(1 - zeta^2))`` (overlap-zero rebound).
+
+    zeta: damping ratio in [0, 1) (-), array or scalar.
+
+    >>> round(float(e_spring_dashpot(0.2)), 6)
+    0.526621
+    """
     zeta = np.asarray(zeta, dtype=np.float64)
     return np.exp(-np.pi * zeta / np.sqrt(1.0 - zeta ** 2))
 
 
 def e_kelvin_voigt_eq22(delta_over_w):
-    """Thesis Eq. 22: ``exp(-(d/w) [pi - 2 atan(d/w)])`` (force-zero rebound)."""
+    """Thesis Eq. 22: ``exp(-(d/w) [pi - 2 atan(d/w)])`` (force-zero rebound).
+
+    delta_over_w: ratio of the damping rate to the undamped frequency (-).
+
+    >>> round(float(e_kelvin_voigt_eq22(0.5)), 5)
+    0.3305
+    """
     r = np.asarray(delta_over_w, dtype=np.float64)
     return np.exp(-r * (np.pi - 2.0 * np.arctan(r)))
 
@@ -91,7 +103,13 @@ def _hm_rhs(c: float):
 
 @functools.lru_cache(maxsize=256)
 def hm_restitution(c: float, attractive: bool = False) -> float:
-    """Restitution of the dimensionless Hertz-Mindlin impact with damping ``c`` (>= 0)."""
+    """Restitution of the dimensionless Hertz-Mindlin impact with damping ``c`` (>= 0).
+
+    ``attractive=False``: the rebound ends where the force vanishes, else where the overlap does.
+
+    >>> round(hm_restitution(0.0), 9)
+    1.0
+    """
     c = float(c)
     if c < 0:
         raise DEMInputError(f"hm_c: must be >= 0, got {c!r}")
@@ -114,7 +132,12 @@ def hm_restitution(c: float, attractive: bool = False) -> float:
 
 
 def hm_damping_from_restitution(e: float, attractive: bool = False, method: str = "exact") -> float:
-    """Dimensionless Hertz-Mindlin damping ``c`` giving restitution ``e`` (see module doc)."""
+    """Dimensionless Hertz-Mindlin damping ``c`` giving restitution ``e`` (see module doc).
+
+    >>> c = hm_damping_from_restitution(0.6)
+    >>> round(hm_restitution(c), 6)
+    0.6
+    """
     e = float(e)
     if not 0.0 < e <= 1.0:
         raise DEMInputError(f"restitution: must lie in (0, 1], got {e!r}")

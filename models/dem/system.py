@@ -47,7 +47,9 @@ class DEMSystem:
     """Particles, walls, one contact law, gravity; ``accel(t, q, u)`` for the steppers.
 
     radius (N,) m; positions (N, 3) m; velocities (N, 3) m/s; omegas (N, 3) rad/s;
-    material: particle Material; walls: list of Wall; gravity (3,) m/s^2; dt: step (s).
+    material: one Material for every particle, or a sequence of N Materials (one per particle:
+    pairs then use the Hertz effective E*, G* of their two materials, and the numpy backend);
+    walls: list of Wall; gravity (3,) m/s^2; dt: step (s).
     max_initial_overlap: largest accepted initial overlap / smaller radius (-).
     dt_fraction: dt must not exceed this fraction of the estimated contact time at ``v_ref``
     (m/s) unless ``allow_large_dt``.
@@ -80,15 +82,21 @@ class DEMSystem:
         self.x0 = _as_n3(positions, N, "positions")
         self.v0 = _as_n3(velocities, N, "velocities")
         self.w0 = _as_n3(omegas, N, "omegas")
+        self.materials = _per_particle(material, N)
+        self.mixed = any(m != self.materials[0] for m in self.materials)
+        material = self.materials[0] if not self.mixed else material
+        if self.mixed and backend == "numba":
+            raise DEMInputError("backend: the numba pair kernel takes one particle material; use numpy or auto")
         self.material, self.law = material, law
-        self.backend = "numba" if (backend == "numba" or (backend == "auto" and HAVE_NUMBA and N >= 1000)) else "numpy"
+        self.backend = "numba" if (not self.mixed and (backend == "numba" or (backend == "auto" and HAVE_NUMBA
+                                                                                and N >= 1000))) else "numpy"
         self.walls: List[Wall] = list(walls or [])
         self.g = np.array(gravity, dtype=np.float64).reshape(3)
         dt = float(dt)
         if not np.isfinite(dt) or dt <= 0:
             raise DEMInputError(f"dt: must be > 0 s, got {dt!r}")
         self.dt = dt
-        rho = material.density
+        rho = np.array([m.density for m in self.materials]) if self.mixed else self.materials[0].density
         if dim == 3:
             self.mass = rho * 4.0 / 3.0 * np.pi * self.radius ** 3
             self.inertia = 0.4 * self.mass * self.radius ** 2
@@ -102,12 +110,15 @@ class DEMSystem:
                     raise DEMInputError(f"{name}: disks (dim=2) need z components equal to 0")
             if np.any(self.w0[:, :2] != 0):
                 raise DEMInputError("omegas: disks (dim=2) spin about z only; x and y components must be 0")
-        self.E_pp = float(effective_modulus(material.E, material.nu, material.E, material.nu))
-        self.G_pp = float(effective_shear_modulus(material.E, material.nu, material.E, material.nu))
-        self.E_w = np.array([float(effective_modulus(material.E, material.nu, *_wall_elastic(w)))
-                             for w in self.walls])
-        self.G_w = np.array([float(effective_shear_modulus(material.E, material.nu, *_wall_elastic(w)))
-                             for w in self.walls])
+        if self.mixed:
+            self._set_mixed_moduli()
+        else:
+            self.E_pp = float(effective_modulus(material.E, material.nu, material.E, material.nu))
+            self.G_pp = float(effective_shear_modulus(material.E, material.nu, material.E, material.nu))
+            self.E_w = np.array([float(effective_modulus(material.E, material.nu, *_wall_elastic(w)))
+                                 for w in self.walls])
+            self.G_w = np.array([float(effective_shear_modulus(material.E, material.nu, *_wall_elastic(w)))
+                                 for w in self.walls])
         self.nlist = NeighborList(self.radius, 0.2 * float(self.radius.min()) if skin is None else skin)
         self._hist_pp = (np.empty(0, np.int64), np.empty((0, 3)))
         self._hist_pw = (np.empty(0, np.int64), np.empty((0, 3)))
@@ -122,6 +133,34 @@ class DEMSystem:
             raise DEMInputError(
                 f"dt: {dt:.4g} s exceeds {dt_fraction:g} x the estimated contact time {self.t_contact:.4g} s "
                 f"(limit {dt_fraction * self.t_contact:.4g} s); set allow_large_dt to override")
+
+    # -- several particle materials (Hertz effective properties per contact) ------------
+    def _set_mixed_moduli(self) -> None:
+        """Per-particle compliances; E_pp, G_pp, E_w, G_w become the stiffest combination
+        (what the contact-time estimate needs), the forces use the per-contact values."""
+        E = np.array([m.E for m in self.materials])
+        nu = np.array([m.nu for m in self.materials])
+        self._cE = (1.0 - nu ** 2) / E  # 1/E* = cE_i + cE_j
+        self._cG = (2.0 - nu) * 2.0 * (1.0 + nu) / E  # 1/G* = cG_i + cG_j (Mindlin)
+        wall = [_wall_elastic(w) for w in self.walls]
+        self._cE_w = np.array([0.0 if e is None else (1.0 - n ** 2) / e for e, n in wall])
+        self._cG_w = np.array([0.0 if e is None else (2.0 - n) * 2.0 * (1.0 + n) / e for e, n in wall])
+        self.E_pp = float(1.0 / (2.0 * self._cE.min()))
+        self.G_pp = float(1.0 / (2.0 * self._cG.min()))
+        self.E_w = 1.0 / (self._cE.min() + self._cE_w)
+        self.G_w = 1.0 / (self._cG.min() + self._cG_w)
+
+    def _pair_moduli(self, i: np.ndarray, j: np.ndarray):
+        """E*, G* (Pa) of the pairs (i, j): scalars for one material, arrays for several."""
+        if not self.mixed:
+            return self.E_pp, self.G_pp
+        return 1.0 / (self._cE[i] + self._cE[j]), 1.0 / (self._cG[i] + self._cG[j])
+
+    def _wall_moduli(self, i: np.ndarray, k: np.ndarray):
+        """E*, G* (Pa) of particle i on wall k, per contact."""
+        if not self.mixed:
+            return self.E_w[k], self.G_w[k]
+        return 1.0 / (self._cE[i] + self._cE_w[k]), 1.0 / (self._cG[i] + self._cG_w[k])
 
     # -- set-up checks -------------------------------------------------------------------
     def _check_overlaps(self, limit: float) -> None:
@@ -152,6 +191,8 @@ class DEMSystem:
             v_ref = max(max(speeds), 1e-3)
         k = int(np.argmin(self.radius))
         m, R = float(self.mass[k]), float(self.radius[k])
+        if self.mixed:  # lower bound: smallest mass and radius with the stiffest E*
+            m = float(self.mass.min())
         if self.law.is_hertzian:
             times = [hertz_impact(self.E_pp, R / 2.0, m / 2.0, v_ref).duration]
             times += [hertz_impact(float(E), R, m, v_ref).duration for E in self.E_w]
@@ -260,11 +301,11 @@ class DEMSystem:
         vn = np.einsum("ij,ij->i", vrel, n)
         Rstar = effective_radius(r[i], r[j])
         mstar = self.mass[i] * self.mass[j] / (self.mass[i] + self.mass[j])
-        Estar = self.E_pp
+        Estar, Gstar = self._pair_moduli(i, j)
         fn_raw, k_tan = normal_force(law, delta, vn, Estar, Rstar, mstar, clamp=False)
         fn = fn_raw if law.attractive else np.maximum(fn_raw, 0.0)
         keys = i * N + j
-        ft, self._hist_pp = self._tangential(self._hist_pp, keys, n, vrel, vn, delta, k_tan, self.G_pp, Rstar, fn)
+        ft, self._hist_pp = self._tangential(self._hist_pp, keys, n, vrel, vn, delta, k_tan, Gstar, Rstar, fn)
         fi = -fn[:, None] * n + ft
         _scatter_add(F, i, fi)
         _scatter_add(F, j, -fi)
@@ -348,15 +389,17 @@ class DEMSystem:
         Ri = r[i][:, None]
         vrel = v[i] - Vw[k] + _cross(Ri * w[i], n)
         vn = np.einsum("ij,ij->i", vrel, n)
-        Rstar, mstar, Estar = r[i], self.mass[i], self.E_w[k]
+        Rstar, mstar = r[i], self.mass[i]
+        Estar, Gstar_w = self._wall_moduli(i, k)
         fn_raw, k_tan = normal_force(law, delta, vn, Estar, Rstar, mstar, clamp=False)
         fn = fn_raw if law.attractive else np.maximum(fn_raw, 0.0)
         keys = i * W + k
         order = np.argsort(keys)
         i, k, keys, delta, n, vrel, vn = i[order], k[order], keys[order], delta[order], n[order], vrel[order], vn[order]
-        Rstar, mstar, Estar, fn, fn_raw, k_tan = (a[order] for a in (Rstar, mstar, Estar, fn, fn_raw, k_tan))
+        Rstar, mstar, Estar, Gstar_w, fn, fn_raw, k_tan = (a[order] for a in (Rstar, mstar, Estar, Gstar_w, fn,
+                                                                              fn_raw, k_tan))
         Ri = r[i][:, None]
-        ft, self._hist_pw = self._tangential(self._hist_pw, keys, n, vrel, vn, delta, k_tan, self.G_w[k], Rstar, fn)
+        ft, self._hist_pw = self._tangential(self._hist_pw, keys, n, vrel, vn, delta, k_tan, Gstar_w, Rstar, fn)
         fi = -fn[:, None] * n + ft
         _scatter_add(F, i, fi)
         _scatter_add(self.wall_force, k, -fi)
@@ -384,11 +427,11 @@ class DEMSystem:
             i, j = pairs[:, 0], pairs[:, 1]
             delta = self.radius[i] + self.radius[j] - np.linalg.norm(x[j] - x[i], axis=1)
             on = delta > 0
-            el += float(np.sum(elastic_energy(self.law, delta[on], self.E_pp,
+            el += float(np.sum(elastic_energy(self.law, delta[on], self._pair_moduli(i[on], j[on])[0],
                                               effective_radius(self.radius[i][on], self.radius[j][on]))))
         wi, wk, wd, _ = self._wall_contacts(x)
         if wi.size:
-            el += float(np.sum(elastic_energy(self.law, wd, self.E_w[wk], self.radius[wi])))
+            el += float(np.sum(elastic_energy(self.law, wd, self._wall_moduli(wi, wk)[0], self.radius[wi])))
         return {"kinetic": kin, "rotational": rot, "elastic": el, "gravity": grav,
                 "total": kin + rot + el + grav}
 
@@ -411,6 +454,17 @@ def _scatter_add(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
 
 def _rownorm(a: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("ij,ij->i", a, a))
+
+
+def _per_particle(material, N: int) -> tuple:
+    """One Material per particle from a Material or a sequence of N Materials."""
+    if isinstance(material, Material):
+        return (material,) * N
+    mats = tuple(material)
+    if len(mats) != N or not all(isinstance(m, Material) for m in mats):
+        raise DEMInputError(f"material: give one Material or a sequence of {N} Materials (one per particle), "
+                            f"got {len(mats)} item(s)")
+    return mats
 
 
 def _wall_elastic(w: Wall):

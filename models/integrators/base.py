@@ -56,6 +56,10 @@ class ODEProblem:
     f_t   : optional (t, y) -> (n,) partial derivative of rhs in t at fixed y
     names : optional state names (used for per-state tolerances)
     autonomous : True if rhs does not depend on t (f_t = 0 is then used without evaluating it)
+
+    >>> p = ODEProblem(lambda t, y: -y, [1.0, 2.0], (0.0, 1.0), names=["a", "b"])
+    >>> p.n, p.t_span
+    (2, (0.0, 1.0))
     """
 
     rhs: Callable[[float, Array], Array]
@@ -95,6 +99,15 @@ class ResidualProblem:
     f_t      : optional analytic df/dt of the reduced field (n,)
     newton_tol : max-norm tolerance of the scaled Newton update / residual
     max_newton_iter : Newton iteration limit per residual solve
+    typical_y, typical_z : typical magnitudes (n,), (m,) of y and z (their units) for the
+        finite-difference partials: increment sqrt(eps) * max(|x_j|, typical_j); default 1
+        for every entry (give them when the unknowns are far from unit size)
+
+    >>> import numpy as np
+    >>> # y' = -w, 0 = w - y (w algebraic); z = (y', w)
+    >>> p = ResidualProblem(lambda t, y, z: np.array([z[0] + z[1], z[1] - y[0]]), [1.0], [-1.0, 1.0], (0.0, 1.0))
+    >>> p.n, p.m
+    (1, 2)
     """
 
     residual: Callable[[float, Array, Array], Array]
@@ -111,11 +124,20 @@ class ResidualProblem:
     z_names: Optional[Sequence[str]] = None
     newton_tol: float = 1.0e-12
     max_newton_iter: int = 20
+    typical_y: Optional[Sequence[float]] = None
+    typical_z: Optional[Sequence[float]] = None
 
     def __post_init__(self) -> None:
         self.y0 = np.array(self.y0, dtype=np.float64).reshape(-1)
         self.z0 = np.array(self.z0, dtype=np.float64).reshape(-1)
         n, m = self.y0.size, self.z0.size
+        for name, size in (("typical_y", n), ("typical_z", m)):
+            v = getattr(self, name)
+            if v is not None:
+                arr = np.array(v, dtype=np.float64).reshape(-1)
+                if arr.shape != (size,) or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+                    raise ValueError(f"{name}: need {size} finite typical magnitudes > 0, got {v!r}")
+                setattr(self, name, arr)
         if m < n:
             raise ValueError(f"z0: needs at least len(y0)={n} entries (the derivatives), got {m}")
         idx = np.arange(n) if self.deriv_index is None else np.asarray(self.deriv_index, dtype=int)

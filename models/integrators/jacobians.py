@@ -154,23 +154,54 @@ class FiniteDifferenceJacobian:
         }
 
 
-def fd_residual_partials(
-    residual: Callable[[float, Array, Array], Array], t: float, y: Array, z: Array, delta: float = 1.0e-7
-) -> tuple:
-    """Central differences of R itself (no Newton): R_z (m, m), R_y (m, n), R_t (m,)."""
-    m, n = z.size, y.size
+FD_REL_STEP = float(np.sqrt(np.finfo(np.float64).eps))  # 1.49e-8
 
-    def col(fun, x, j):
-        h = delta * max(abs(x[j]), 1.0)
+
+def fd_increments(x: Array, typical: Optional[Array] = None, delta: Optional[float] = None) -> Array:
+    """Finite-difference increments h_j = delta * max(|x_j|, typical_j) (units of x).
+
+    ``delta`` defaults to sqrt(eps) = 1.49e-8 and ``typical`` to 1 for every entry. The
+    increment follows the size of the unknown, so the relative perturbation stays near
+    delta whatever the units, and never falls below delta * typical at a zero.
+
+    >>> fd_increments(np.array([0.0, 1e-5, 3e4]), typical=np.array([1e-5, 1e-5, 1.0]))
+    array([1.49011612e-13, 1.49011612e-13, 4.47034836e-04])
+    """
+    x = np.asarray(x, dtype=np.float64)
+    d = FD_REL_STEP if delta is None else float(delta)
+    typ = np.ones_like(x) if typical is None else np.asarray(typical, dtype=np.float64)
+    return d * np.maximum(np.abs(x), typ)
+
+
+def fd_residual_partials(
+    residual: Callable[[float, Array, Array], Array], t: float, y: Array, z: Array, delta: Optional[float] = None,
+    typical_y: Optional[Array] = None, typical_z: Optional[Array] = None, typical_t: float = 1.0,
+) -> tuple:
+    """Central differences of R itself (no Newton): R_z (m, m), R_y (m, n), R_t (m,).
+
+    Increments by :func:`fd_increments`: h_j = delta * max(|x_j|, typical_j) for y and z,
+    h_t = delta * max(|t|, typical_t) [s]; delta defaults to sqrt(eps).
+
+    >>> import numpy as np
+    >>> R = lambda t, y, z: np.array([z[0] - y[0] ** 2 * np.sin(t)])
+    >>> Rz, Ry, Rt = fd_residual_partials(R, 1.0, np.array([2.0]), np.array([0.0]))
+    >>> round(float(Ry[0, 0]), 6), round(float(-4 * np.sin(1.0)), 6)     # -2 y sin t
+    (-3.365884, -3.365884)
+    """
+    m, n = z.size, y.size
+    hz, hy = fd_increments(z, typical_z, delta), fd_increments(y, typical_y, delta)
+
+    def col(fun, x, h, j):
         xp, xm = x.copy(), x.copy()
-        xp[j] += h
-        xm[j] -= h
+        xp[j] += h[j]
+        xm[j] -= h[j]
         return (np.asarray(fun(xp)) - np.asarray(fun(xm))) / (xp[j] - xm[j])
 
-    Rz = np.column_stack([col(lambda v: residual(t, y, v), z, j) for j in range(m)])
-    Ry = np.column_stack([col(lambda v: residual(t, v, z), y, j) for j in range(n)]) if n else np.zeros((m, 0))
-    ht = delta * max(abs(t), 1.0)
-    Rt = (np.asarray(residual(t + ht, y, z)) - np.asarray(residual(t - ht, y, z))) / (2 * ht)
+    Rz = np.column_stack([col(lambda v: residual(t, y, v), z, hz, j) for j in range(m)])
+    Ry = np.column_stack([col(lambda v: residual(t, v, z), y, hy, j) for j in range(n)]) if n else np.zeros((m, 0))
+    ht = fd_increments(np.array([t]), np.array([typical_t]), delta)[0]
+    tp, tm = t + ht, t - ht
+    Rt = (np.asarray(residual(tp, y, z)) - np.asarray(residual(tm, y, z))) / (tp - tm)
     return Rz, Ry, Rt
 
 

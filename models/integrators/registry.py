@@ -25,7 +25,13 @@ def register(name: str) -> Callable[[Type[T]], Type[T]]:
 
 
 def get(name: str) -> type:
-    """The integrator class registered as ``name`` (KeyError lists the known names)."""
+    """The integrator class registered as ``name`` (KeyError lists the known names).
+
+    >>> from models.integrators import get
+    >>> solver = get("cvode_bdf")(rtol=1e-8)          # every other option from get("cvode_bdf").defaults
+    >>> solver.options["max_num_steps"]
+    100000
+    """
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -33,4 +39,5 @@ def get(name: str) -> type:
 
 
 def available() -> List[str]:
+    """Sorted names of every registered integrator (``cvode_bdf``, ``ros2``, ...)."""
     return sorted(_REGISTRY)

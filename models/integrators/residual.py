@@ -54,6 +54,9 @@ class ReducedField:
         self._lu: Optional[tuple] = None
         self.n_rz_refresh = 0
         self._sens_cache: Optional[tuple] = None  # (t, y) of the last converged solve
+        # typical sizes of the finite-difference increments: the problem's, and its time span
+        self._fd_typical = {"typical_y": problem.typical_y, "typical_z": problem.typical_z,
+                            "typical_t": problem.t_span[1] - problem.t_span[0]}
         self._fd = FiniteDifferenceJacobian(self.f, problem.n, **(fd_options or {})) if jacobian == "fd" else None
         self._sens = SensitivityJacobian(self._partials, problem.deriv_index) if jacobian == "sensitivity" else None
 
@@ -62,7 +65,7 @@ class ReducedField:
         p = self.p
         if p.jac_z is not None and p.jac_y is not None and p.jac_t is not None:
             return p.jac_z(t, y, z), p.jac_y(t, y, z), p.jac_t(t, y, z)
-        Rz, Ry, Rt = fd_residual_partials(p.residual, t, y, z)
+        Rz, Ry, Rt = fd_residual_partials(p.residual, t, y, z, **self._fd_typical)
         if p.jac_z is not None:
             Rz = p.jac_z(t, y, z)
         if p.jac_y is not None:
@@ -74,7 +77,7 @@ class ReducedField:
     def _rz(self, t: float, y: Array, z: Array) -> Array:
         if self.p.jac_z is not None:
             return np.asarray(self.p.jac_z(t, y, z), dtype=np.float64)
-        return fd_residual_partials(lambda tt, yy, zz: self.p.residual(tt, yy, zz), t, y, z)[0]
+        return fd_residual_partials(lambda tt, yy, zz: self.p.residual(tt, yy, zz), t, y, z, **self._fd_typical)[0]
 
     # -- Newton ----------------------------------------------------------------------------
     def solve_z(self, t: float, y: Array, z_guess: Optional[Array] = None) -> Array:

@@ -180,7 +180,7 @@ class ROS2Adaptive(_ROS2Core):
         "h0": None,
         "h_min": 0.0,
         "h_max": math.inf,
-        "max_steps": 100000,
+        "max_steps": 200000,
         "safety": 0.9,
         "fac_min": 0.2,
         "fac_max": 5.0,

@@ -77,11 +77,19 @@ class _ScipyIVP(Integrator):
 
 @register("scipy_radau")
 class ScipyRadau(_ScipyIVP):
+    """scipy.integrate Radau IIA (order 5, implicit Runge-Kutta) stepped through the contract.
+
+    Options (``ScipyRadau.defaults``): rtol, atol (atol_by_name per state), first_step, max_step [s],
+    max_steps. ``get("scipy_radau")(rtol=1e-8).solve(problem, t_eval)``.
+    """
+
     name, method = "scipy_radau", "Radau"
 
 
 @register("scipy_bdf")
 class ScipyBDF(_ScipyIVP):
+    """scipy.integrate BDF (NDF orders 1-5) stepped through the contract; options as ScipyRadau."""
+
     name, method = "scipy_bdf", "BDF"
 
 

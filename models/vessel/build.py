@@ -12,9 +12,12 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def resolve_data_file(path: str | Path) -> Path:
-    """A relative data-file path is taken from the project root."""
+    """A relative data-file path is taken from the working directory if the file is there,
+    else from the project root (where the shipped ``models/vessel/data/*.yaml`` live)."""
     p = Path(path)
-    return p if p.is_absolute() else PROJECT_ROOT / p
+    if p.is_absolute():
+        return p
+    return p.resolve() if p.is_file() else PROJECT_ROOT / p
 
 
 def build_vessel(data_file: str, data_overrides: Optional[Mapping[str, Any]] = None,
@@ -26,7 +29,16 @@ def build_vessel(data_file: str, data_overrides: Optional[Mapping[str, Any]] = N
 
     Speeds m/s, directions rad (nautical; current flows to, wind and waves come from),
     wave amplitude m; ``demands`` maps rotation / azimuth / pitch_ratio / rudder to
-    ``{actuator name: [[t, value], ...]}``.
+    ``{actuator name: [[t, value], ...]}`` (t in s; rotation 1/s, angles rad). ``forces`` picks
+    load models from ``FORCE_MODELS``. The file is validated against ``schemas/vessel-v1.yaml``
+    (a bad file raises :class:`VesselDataError` naming the file, the field and the rule).
+
+    >>> import models.integrators as integrators
+    >>> v = build_vessel("models/vessel/data/tanker.yaml", wind_speed=12.0, wind_direction=0.5,
+    ...                  demands={"rotation": {"main": [[0.0, 1.2]]}})
+    >>> res = v.simulate(integrators.get("cvode_bdf")(rtol=1e-8, atol=1e-10), 10.0, 0.1)
+    >>> res.success, res.q.shape            # positions (x N, y E, z down, roll, pitch, yaw) per output
+    (True, (101, 6))
     """
     data = load(resolve_data_file(data_file), dict(data_overrides or {}))
     env = Environment(current_speed, current_direction, wind_speed, wind_direction, wave_amplitude, wave_direction)

@@ -405,7 +405,8 @@ class Vessel:
                     self._record(rec, i + 1, ys[i + 1 - a], trial)
                 change = float(np.max(np.abs(rec["chi"][a + 1:last + 1] - chi_used[:last - a]))) if last > a else 0.0
                 if not ok or not waves_on or change <= pass_tol:
-                    stats["chi_change"] = max(stats.get("chi_change", 0.0), change)
+                    if waves_on:  # a wave-heading residual means nothing in calm water: not recorded
+                        stats["chi_change"] = max(stats.get("chi_change", 0.0), change)
                     break
             else:
                 ok, reason = False, f"wave headings did not settle to {pass_tol} rad in {max_passes} passes"

@@ -57,6 +57,15 @@ def problem_factory(name: str):
 
 
 def get_problem(name: str, **params: Any) -> TestProblem:
+    """The test problem ``name`` (see :func:`available_problems`) built with ``params``.
+
+    Returns a :class:`TestProblem`: ``problem`` (ODEProblem or ResidualProblem), output times
+    ``t_eval`` [s], reference solution ``y_ref`` (n_t, n) and its source.
+
+    >>> tp = get_problem("linear", lam=-3.0)
+    >>> tp.problem.n, float(tp.t_eval[-1])
+    (1, 1.0)
+    """
     _load()
     try:
         fn = _FACTORIES[name]
@@ -66,6 +75,7 @@ def get_problem(name: str, **params: Any) -> TestProblem:
 
 
 def available_problems() -> List[str]:
+    """Sorted names of the test problems (HIRES, ROBER, Van der Pol, ... and closed forms)."""
     _load()
     return sorted(_FACTORIES)
 
