@@ -31,6 +31,7 @@ from .clipping import (
     polygon_moments,
 )
 from .quadrature import bilinear_shape, polar_points
+from .sources import check_radial_edges
 from .surfaces import SurfaceMesh
 
 log = logging.getLogger(__name__)
@@ -106,11 +107,7 @@ class ConservativePressureOperator:
         t_start = time.perf_counter()
         if not isinstance(surface, SurfaceMesh):
             raise TypeError(f"surface: must be a SurfaceMesh, got {type(surface).__name__}")
-        edges = np.asarray(radial_edges, dtype=np.float64)
-        if edges.ndim != 1 or edges.size < 2 or not np.all(np.isfinite(edges)):
-            raise ValueError(f"radial_edges: must be a finite 1-D array of >= 2 edges, got shape {edges.shape}")
-        if edges[0] < 0.0 or np.any(np.diff(edges) <= 0.0):
-            raise ValueError("radial_edges: must be strictly increasing with radial_edges[0] >= 0")
+        edges = check_radial_edges(radial_edges)
         if not (np.isfinite(geometry_tolerance) and geometry_tolerance > 0.0):
             raise ValueError(f"geometry_tolerance: must be > 0, got {geometry_tolerance!r}")
         if int(quadrature_order) != quadrature_order or int(quadrature_order) < 1:
