@@ -60,6 +60,7 @@ class KratosParams:
     levels: int = 1  # dynamic: >1 also runs the levels refined by 2 in nr, nz and n_steps
     richardson: bool = False  # also run 2 n_steps (same grid): peak_change, work_change
     full_scale: int = 2  # HARNESS_FULL=1: nr, nz and n_steps times this factor
+    point_loads: str = "conservative"  # conservative (exact face integrals) | sampled (ring value x area)
     fe_backend: str = "skfem"
     fail_above: float = 0.02  # mapping-only abort threshold of the point-load process
     export_mode: str = "production"  # production | debug (the analytic source is a debug file)
@@ -82,6 +83,9 @@ def _params(cfg: DictConfig) -> KratosParams:
         ("t_run", p.t_run > 0.0, "must be > 0 s"),
         ("fail_above", 0.0 < p.fail_above, "must be > 0"),
         ("export_mode", p.export_mode in ("production", "debug"), "must be 'production' or 'debug'"),
+        ("point_loads", p.point_loads in ("conservative", "sampled"), "must be 'conservative' or 'sampled'"),
+        ("point_loads", p.point_loads == "sampled" or p.body.formulation == "axisymmetric",
+         "conservative point loads need body.formulation 'axisymmetric' (use 'sampled')"),
         ("source.kind", p.source.kind in ("analytic", "synthetic"), "must be 'analytic' or 'synthetic'"),
         ("body.nr", p.body.nr >= 1, "must be >= 1"),
         ("body.nz", p.body.nz >= 1, "must be >= 1"),
@@ -131,8 +135,11 @@ def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: s
     with ctx.stage("export"):
         try:
             wl = W.write_source(src, body, out, case_id, configuration=OmegaConf.to_yaml(cfg, resolve=True))
-            table = W.top_face_table(body)
-            ex = W.export_loads(wl, table, spec, out, mode=p.export_mode, fail_above=p.fail_above)
+            if p.point_loads == "conservative":
+                table, faces = W.top_face_faces(body)
+            else:
+                table, faces = W.top_face_table(body), None
+            ex = W.export_loads(wl, table, spec, out, mode=p.export_mode, fail_above=p.fail_above, faces=faces)
         except (ExportInputError, ValueError) as exc:
             raise HarnessInputError(f"case.params: export: {exc}") from exc
         except MappingError as exc:  # the export refuses the file (mapping above fail_above): a failed case
@@ -165,14 +172,16 @@ def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: s
     metrics = {"e_F": M.e_F(r["F_M"], r["F_B"]), "e_J": M.e_J(J_M, J_B, p.J_scale), "export_e_F": ex.e_F,
                "export_e_J": ex.e_J, "J_B": J_B, "J_M": J_M, "steps": float(r["time"].size),
                "step_time_error": float(np.max(np.abs(r["dt"] - spec.dt)) / spec.dt),
-               "area_sum_error": abs(ex.area_sum - ex.area_exact) / ex.area_exact, **cmp}
+               "area_sum_error": abs(ex.area_sum - ex.area_exact) / ex.area_exact,
+               "export_column_error": ex.column_error, **cmp}
     series = {"time": r["time"], "F_B": r["F_B"], "F_M": r["F_M"], "J_B": r["J_B"], "J_M": r["J_M"],
               "work": r["work"]}
     if spec.solver == "dynamic":
         series["response"] = W.top_response(r["u_points"], table["tributary_area"].to_numpy())
         series["response_fe"] = W.top_response(fe.u_points[1:], table["tributary_area"].to_numpy())
     info = {"mpm": mpm.info, "seconds": mpm.seconds, "n_steps": n_steps, "dt": spec.dt, "nr": body.nr,
-            "nz": body.nz, "fe_backend": p.fe_backend}
+            "nz": body.nz, "fe_backend": p.fe_backend, "point_loads": ex.point_loads,
+            "radial_edges": loads_edges(ex.path)}
     return {"metrics": metrics, "series": series, "info": info}
 
 
@@ -214,6 +223,8 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         info["richardson"] = half["info"]
     series = dict(fine["series"])
     _plot(ctx, series, p.solver)
+    if p.body.formulation == "axisymmetric":
+        _plot_rings(ctx, _body(p.body, scale), fine["info"]["radial_edges"], metrics)
     return CaseResult(metrics=metrics, series=series, info=info)
 
 
@@ -241,6 +252,41 @@ def _plot(ctx: RunContext, series: Dict[str, Any], solver: str) -> None:
         ax.legend()
     fig.tight_layout()
     ctx.save_figure("kratos_loads.png", fig)
+    plt.close(fig)
+
+
+def loads_edges(path) -> list:
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return f["source/radial_edges"][()].tolist()
+
+
+def _plot_rings(ctx: RunContext, body, radial_edges, metrics: Dict[str, float]) -> None:
+    """Per-ring force error of the conservative and the sampled point loads (ring_error.png)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from models.load_transfer.kratos.workflow import ring_errors
+
+    e = np.asarray(radial_edges)
+    err = ring_errors(body, e)
+    metrics["ring_error_max_conservative"] = float(np.max(np.abs(err["conservative"])))
+    metrics["ring_error_max_sampled"] = float(np.max(np.abs(err["sampled"])))
+    ctx.write_json("ring_error.json", {"radial_edges": e, **err})
+    rc = 0.5 * (e[1:] + e[:-1])
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    ax.plot(rc, err["sampled"], "o-", ms=3, label="sampled (ring value x tributary area)")
+    ax.plot(rc, err["conservative"], "s-", ms=3, label="conservative (exact face integrals)")
+    ax.axhline(0.0, color="k", lw=0.5)
+    ax.set_xlabel("ring centre r [m]")
+    ax.set_ylabel("(F_i applied - F_i source) / F_i")
+    ax.set_title("per-ring force error of the Kratos point loads (unit pressure)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    ctx.save_figure("ring_error.png", fig)
     plt.close(fig)
 
 
