@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -62,6 +62,8 @@ class KratosParams:
     full_scale: int = 2  # HARNESS_FULL=1: nr, nz and n_steps times this factor
     point_loads: str = "conservative"  # conservative (exact face integrals) | sampled (ring value x area)
     fe_backend: str = "skfem"
+    fe_peer: Optional[str] = None  # "dolfinx": also solve with Debian's DOLFINx (system interpreter, own process)
+    dolfinx_python: str = "/usr/bin/python3"  # the interpreter Debian's python3-dolfinx is installed for
     fail_above: float = 0.02  # mapping-only abort threshold of the point-load process
     export_mode: str = "production"  # production | debug (the analytic source is a debug file)
     J_scale: float = 0.0  # N s
@@ -84,6 +86,7 @@ def _params(cfg: DictConfig) -> KratosParams:
         ("fail_above", 0.0 < p.fail_above, "must be > 0"),
         ("export_mode", p.export_mode in ("production", "debug"), "must be 'production' or 'debug'"),
         ("point_loads", p.point_loads in ("conservative", "sampled"), "must be 'conservative' or 'sampled'"),
+        ("fe_peer", p.fe_peer in (None, "dolfinx"), "must be null or 'dolfinx'"),
         ("point_loads", p.point_loads == "sampled" or p.body.formulation == "axisymmetric",
          "conservative point loads need body.formulation 'axisymmetric' (use 'sampled')"),
         ("source.kind", p.source.kind in ("analytic", "synthetic"), "must be 'analytic' or 'synthetic'"),
@@ -166,6 +169,11 @@ def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: s
         else:
             solver, fe = W.fe_dynamic(body, loads, spec, p.fe_backend)
             cmp = W.compare_dynamic(mpm, fe, solver.gauss_points(), table["tributary_area"].to_numpy(), tol)
+    peer: Dict[str, Any] = {}
+    if p.fe_peer == "dolfinx":
+        with ctx.stage("dolfinx"):
+            peer = _dolfinx_peer(p, body, loads, spec, mpm, fe, out, tol)
+        cmp.update(peer.pop("metrics"))
     r = mpm.records
     # the process records are on the Kratos steps with their actual lengths: trapezoid-free sums
     J_B, J_M = float(r["J_B"][-1]), float(r["J_M"][-1])
@@ -182,6 +190,8 @@ def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: s
     info = {"mpm": mpm.info, "seconds": mpm.seconds, "n_steps": n_steps, "dt": spec.dt, "nr": body.nr,
             "nz": body.nz, "fe_backend": p.fe_backend, "point_loads": ex.point_loads,
             "radial_edges": loads_edges(ex.path)}
+    if peer:
+        info["dolfinx"] = peer["info"]
     return {"metrics": metrics, "series": series, "info": info}
 
 
@@ -208,7 +218,9 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     info: Dict[str, Any] = {"kratos": fine["info"]["mpm"], "levels": [lv["info"] for lv in levels], "full_size": full,
                             "params": asdict(p)}
     if len(levels) > 1:
-        for name in ("u_l2_rel_diff", "u_max_rel_diff", "vm_l2_rel_diff"):
+        for name in ("u_l2_rel_diff", "u_max_rel_diff", "vm_l2_rel_diff", "kratos_dolfinx_u_l2_rel_diff"):
+            if name not in fine["metrics"]:
+                continue
             seq = [lv["metrics"][name] for lv in levels]
             metrics[f"{name}_coarse"] = seq[0]
             metrics[f"{name}_order"] = M.observed_order(seq[-2], seq[-1], 2.0)
@@ -253,6 +265,43 @@ def _plot(ctx: RunContext, series: Dict[str, Any], solver: str) -> None:
     fig.tight_layout()
     ctx.save_figure("kratos_loads.png", fig)
     plt.close(fig)
+
+
+def _dolfinx_peer(p: KratosParams, body, loads, spec, mpm, fe, out, tol: float) -> Dict[str, Any]:
+    """The same body, material, mesh, element and step loads in DOLFINx: DOLFINx - scikit-fem and
+    Kratos - DOLFINx differences (displacement L2 / max, von Mises L2; dynamic: also the peak
+    response and the external work). Exchange files and the worker log in ``out/dolfinx``."""
+    from models.load_transfer.fe.base import PointLoads, von_mises
+    from models.load_transfer.fe.dolfinx_backend import DolfinxSolver, DolfinxUnavailable
+    from models.load_transfer.kratos import workflow as W
+
+    try:
+        dx = DolfinxSolver(body, python=p.dolfinx_python, workdir=out / "dolfinx")
+    except DolfinxUnavailable as exc:
+        raise HarnessInputError(f"case.params.{exc}") from exc
+    m: Dict[str, float] = {}
+    if spec.solver == "static":
+        fd = dx.static(loads.points, W.step_forces(loads, spec)[-1])
+        fs = fe
+        kd = W.compare_static(mpm, fd, tol)
+        m.update({f"kratos_dolfinx_{k}": v for k, v in kd.items() if k.endswith("rel_diff")})
+    else:
+        res = dx.dynamic(PointLoads(points=loads.points, forces=W.step_forces(loads, spec)), spec.dt,
+                         beta=spec.newmark_beta)
+        fd, fs = res.final, fe.final
+        m["dolfinx_skfem_u_hist_rel_diff"] = W._rel_l2(res.u_points, fe.u_points)
+        m["dolfinx_skfem_work_rel_diff"] = abs(res.work[-1] - fe.work[-1]) / abs(fe.work[-1])
+        ik = W.match_gauss(mpm.x0, res.final.x, tol)  # Kratos - DOLFINx over the whole history
+        u_k, u_d = mpm.u_hist, res.u_gauss[:, ik]
+        m["kratos_dolfinx_u_l2_rel_diff"] = W._rel_l2(u_k.reshape(u_k.shape[0], -1), u_d.reshape(u_d.shape[0], -1))
+    idx = W.match_gauss(fs.x, fd.x, tol)
+    ud, vd = fd.u[idx], von_mises(fd.stress[idx])
+    m["dolfinx_skfem_u_l2_rel_diff"] = W._rel_l2(ud, fs.u, fs.weight)
+    m["dolfinx_skfem_u_max_rel_diff"] = float(np.max(np.abs(ud - fs.u)) / np.max(np.abs(fs.u)))
+    m["dolfinx_skfem_vm_l2_rel_diff"] = W._rel_l2(vd, von_mises(fs.stress), fs.weight)
+    m["dolfinx_u_l2_norm"] = float(np.sqrt(np.sum(fd.weight * np.sum(fd.u**2, axis=1))))
+    m["dolfinx_vm_l2_norm"] = float(np.sqrt(np.sum(fd.weight * von_mises(fd.stress) ** 2)))
+    return {"metrics": m, "info": dict(dx.info)}
 
 
 def loads_edges(path) -> list:
