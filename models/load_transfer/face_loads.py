@@ -230,3 +230,32 @@ def axisymmetric_face_table(r_faces, z: float, *, points_per_face: int = 2, outw
                           "y0": xyz[:, 1], "z0": xyz[:, 2], "tributary_area": area, "nx": np.zeros(n),
                           "ny": np.zeros(n), "nz": np.full(n, sign)})
     return table, faces
+
+
+# barycentric coordinates of the interior 3-point rule (degree 2): each point carries A/3
+_TRI_POINTS = np.array([[2.0 / 3.0, 1.0 / 6.0, 1.0 / 6.0], [1.0 / 6.0, 2.0 / 3.0, 1.0 / 6.0],
+                        [1.0 / 6.0, 1.0 / 6.0, 2.0 / 3.0]])
+
+
+def triangle_face_table(nodes, triangles, *, outward: str = "+z", first_id: int = 1,
+                        axis_origin: Sequence[float] = (0.0, 0.0)) -> Tuple[pd.DataFrame, FaceTable]:
+    """Quadrature table and face table of planar triangles (nodes (Nn, 3) m, one plane z = const):
+    three conditions per triangle at the interior points of the degree-2 rule, tributary areas
+    ∫ L_a dA (= A/3 for this symmetric rule, recomputed exactly). Returns (table, FaceTable)."""
+    X = np.asarray(nodes, dtype=np.float64)
+    T = np.asarray(triangles, dtype=np.int64)
+    if X.ndim != 2 or X.shape[1] != 3 or T.ndim != 2 or T.shape[1] != 3:
+        raise FaceTableError(f"nodes (Nn, 3) and triangles (Nf, 3) expected, got {X.shape}, {T.shape}")
+    if np.ptp(X[:, 2]) > 1e-12 * max(1.0, float(np.max(np.abs(X)))):
+        raise FaceTableError("nodes: the faces must lie in one plane z = const")
+    verts = X[T]  # (Nf, 3, 3)
+    pts = np.einsum("qk,fkj->fqj", _TRI_POINTS, verts).reshape(-1, 3)
+    nf = T.shape[0]
+    faces = FaceTable(vertices=verts, condition_index=np.arange(3 * nf).reshape(nf, 3))
+    area = condition_areas(faces, pts, axis_origin=axis_origin)
+    sign = 1.0 if outward == "+z" else -1.0
+    n = pts.shape[0]
+    table = pd.DataFrame({"condition_id": np.arange(first_id, first_id + n, dtype=np.int64), "x0": pts[:, 0],
+                          "y0": pts[:, 1], "z0": pts[:, 2], "tributary_area": area, "nx": np.zeros(n),
+                          "ny": np.zeros(n), "nz": np.full(n, sign)})
+    return table, faces

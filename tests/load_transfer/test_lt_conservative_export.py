@@ -181,3 +181,45 @@ def test_cli_with_faces(tmp_path, capsys):
     assert main([str(src), str(tmp_path / "t.csv"), "--faces", str(tmp_path / "junk.npz"), "--out",
                  str(tmp_path / "p"), *grid]) == 2
     assert "junk.npz: cannot read the face table" in capsys.readouterr().err
+
+
+def test_triangle_faces_off_axis_match_the_production_operator(tmp_path):
+    """3 conditions per triangle about an off-centre axis: the columns equal those of
+    ConservativePressureOperator on the same mesh, L_a = 2 N_a - 1/3 per element, export e_F ~ round-off."""
+    from models.load_transfer.face_loads import triangle_face_table
+    from models.load_transfer.operator import ConservativePressureOperator
+    from models.load_transfer.surfaces import disk_mesh
+
+    origin = (0.001, 0.0005)
+    mesh = disk_mesh(radius=R, resolution=5, center=origin)  # axis_origin at the disk centre
+    shifted = type(mesh)(nodes=mesh.nodes - np.array([origin[0], origin[1], 0.0]), elements=mesh.elements,
+                         normal=mesh.normal, axis_origin=np.zeros(2))
+    table, ft = triangle_face_table(mesh.nodes, mesh.elements, axis_origin=origin)
+    edges = np.linspace(0.0, 0.0093, 17)
+    W = face_condition_matrix(ft, table[["x0", "y0", "z0"]].to_numpy(), edges, axis_origin=origin).toarray()
+    op = ConservativePressureOperator(shifted, edges)
+    np.testing.assert_allclose(W.sum(axis=0), op.column_sums, rtol=1e-12)
+    # per element: the interior-point Lagrange basis is L_a = 2 N_a - (N_1 + N_2 + N_3)/3, so the nodal
+    # operator of a one-element mesh predicts the three condition rows
+    for e in (0, 17, 101):
+        one = type(mesh)(nodes=shifted.nodes[shifted.elements[e]], elements=np.array([[0, 1, 2]]),
+                         normal=mesh.normal, axis_origin=np.zeros(2))
+        M1 = ConservativePressureOperator(one, edges, geometry_tolerance=1.0).matrix.toarray()
+        expect = 2.0 * M1 - M1.sum(axis=0, keepdims=True) / 3.0
+        np.testing.assert_allclose(W[3 * e:3 * e + 3], expect, rtol=1e-10, atol=1e-14 * R**2)
+    src, *_ = _parabolic_source(tmp_path)
+    res = export_kratos_loads(src, table, np.linspace(0.0, 1e-4, 11), tmp_path / "tri", faces=ft, r_map=0.0089,
+                              axis_origin=origin, metadata={"exporter_commit": "x", "command": "t"})
+    assert res.e_F < 1e-13 and res.e_J < 1e-13 and validate_file(res.path, mode="production").ok
+
+
+@pytest.mark.slow
+def test_conservative_export_benchmark_reduced(harness_env):
+    from harness import run_case
+
+    out = run_case("bench/export_conservative", overrides=["tracking=none", "case.params.n_t=200"])
+    assert out.status == "ok", out.message
+    m = out.metrics
+    assert m["conservative"] == 1.0 and m["e_F"] < 1e-12
+    assert m["export_seconds"] > 0 and m["raw_h5py_seconds"] > 0 and np.isfinite(m["ratio_to_raw_h5py"])
+    assert m["peak_over_point_force"] < 1.0  # streamed
