@@ -42,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--faces", help="face table (.npz: vertices (Nf, Kv, 3) m, condition_ids (Nf, Kc)): the "
                     "conservative path (exact face integrals split by the face shape functions); without it the "
                     "loads are sampled (said in the file's metadata and the log)")
+    ap.add_argument("--partial-surface", action="store_true",
+                    help="with --faces: the faces may cover part of disk(R_map); the common area is their coverage")
     ap.add_argument("--out", default=".", help="output directory or file (default: .)")
     ap.add_argument("--time-grid", help="target step edges (.npy, .csv or text, one value per line) [s]")
     ap.add_argument("--t0", type=float, default=0.0, help="first target step edge [s]")
@@ -75,7 +77,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         res = export_kratos_loads(
             args.wall_loads, args.table, edges, args.out, r_map=args.r_map, axis_origin=tuple(args.axis_origin),
             area_rtol=args.area_rtol, method="l2-uniform-correction-debug" if args.debug_l2_correction else None,
-            faces=args.faces, mode=args.mode, fail_above=args.fail_above, J_scale=args.j_scale,
+            faces=args.faces, partial_surface=args.partial_surface, mode=args.mode, fail_above=args.fail_above, J_scale=args.j_scale,
             unloaded_ends=args.unloaded_ends, case_id=args.case_id,
             metadata={"exporter_commit": str(git.get("commit") or "unknown") + ("-dirty" if git.get("dirty") else ""),
                       "command": shlex.join(["cavitation-kratos-export", *argv])},

@@ -110,6 +110,7 @@ def export_kratos_loads(
     area_rtol: float = 1.0e-6,
     method: Optional[str] = None,
     faces: Any = None,
+    partial_surface: bool = False,
     mode: str = "production",
     fail_above: float = 0.02,
     J_scale: float = 0.0,
@@ -124,13 +125,17 @@ def export_kratos_loads(
     t_edges (Nsteps+1,) s: the target (Kratos) step edges. out: output directory or file path.
     faces: FaceTable, or a ``.npz`` with ``vertices`` (Nf, Kv, 3) and ``condition_ids`` (Nf, Kc)
     (the table's condition ids of each face): the conservative path. method: default
-    ``face-conservative`` with faces, ``quadrature-sampled`` without.
+    ``face-conservative`` with faces, ``quadrature-sampled`` without. partial_surface (faces only):
+    the faces need not cover disk(R_map); the common area is their coverage, and F_B is the source
+    integral over it (seed: the Basilisk integral is cut to the common area too).
     Raises ExportInputError for bad input, MappingError when e_F or e_J > fail_above.
     """
     secs: Dict[str, float] = {}
     c0 = _time.perf_counter()
     if method is None:
         method = "face-conservative" if faces is not None else "quadrature-sampled"
+    if partial_surface and faces is None:
+        raise ExportInputError("partial_surface: needs a face table (the common area is the faces' coverage)")
     if (method == "face-conservative") != (faces is not None):
         raise ExportInputError(f"method: {method!r} " + ("needs a face table (faces)" if faces is None else
                                                         "does not use a face table; drop faces or the method"))
@@ -181,7 +186,12 @@ def export_kratos_loads(
     else:
         area_sum = float(qt.areas[rings.inside].sum())
     rel = abs(area_sum - area_exact) / area_exact
-    if not rel <= area_rtol:
+    if partial_surface:
+        if not (0.0 < area_sum <= area_exact * (1.0 + area_rtol)):
+            raise ExportInputError(f"faces/vertices: common area {area_sum!r} m^2 must lie in (0, pi R_map^2 = "
+                                   f"{area_exact!r}] m^2 (overlapping or empty faces)")
+        log.info("export: partial surface: common area %.6g m^2 = %.4f of pi R_map^2", area_sum, area_sum / area_exact)
+    elif not rel <= area_rtol:
         what = "faces/vertices: area of the faces" if fc is not None else "conditions/tributary_area: sum"
         raise ExportInputError(
             f"{what} over the common disk R_map={rings.r_map!r} m is {area_sum!r} m^2, "
@@ -195,7 +205,8 @@ def export_kratos_loads(
         w = np.bincount(rings.index[rings.index >= 0], weights=(qt.areas * nn)[rings.index >= 0], minlength=nr)
         log.warning("export: no face table: point loads SAMPLED (ring average at each condition x its tributary "
                     "area); force is not conserved ring by ring. Give the face table for the conservative path.")
-    F_B = P @ rings.common_areas
+    common = fc.common_areas if fc is not None else rings.common_areas
+    F_B = P @ common
     F_M = P @ w
     delta = np.zeros(P.shape[0])
     if method == "l2-uniform-correction-debug":
@@ -248,7 +259,8 @@ def export_kratos_loads(
         source_sha256=wl.sha256 or sha256_file(wl.path), metadata=meta, mode=mode, block_rows=block_rows,
         validate=validate, before_commit=before_commit,
         faces=None if fc is None else {"vertices": fc.faces.vertices, "condition_index": fc.faces.condition_index,
-                                       "force": lambda sl: P[sl] @ fc.face_areas_T})
+                                       "force": lambda sl: P[sl] @ fc.face_areas_T},
+        common_areas=None if fc is None else fc.common_areas)
     secs["write"] = _time.perf_counter() - c1
     res.path = stats.path
     res.write = stats
@@ -263,6 +275,7 @@ class _Conservative:
     column_error: float
     face_areas_T: Any  # (Nr, Nf) CSR m²: |face ∩ ring ∩ disk(R_map)|
     covered: float  # m², faces ∩ disk(R_map)
+    common_areas: np.ndarray  # (Nr,) m², Σ_f |face ∩ ring_i ∩ disk(R_map)|
 
 
 def _conservative(faces, qt: QuadratureTable, edges, rings, axis_origin) -> _Conservative:
@@ -287,11 +300,12 @@ def _conservative(faces, qt: QuadratureTable, edges, rings, axis_origin) -> _Con
     ring = rings.common_areas
     scale = np.where(ring > 0, ring, 1.0)
     Wf = face_ring_areas(ft.vertices, edges, axis_origin=axis_origin, r_map=rings.r_map)
-    covered = float(Wf.sum())
-    err = float(np.max(np.abs(sums - np.asarray(Wf.sum(axis=0)).ravel()) / scale))
+    common = np.asarray(Wf.sum(axis=0)).ravel()
+    covered = float(common.sum())
+    err = float(np.max(np.abs(sums - common) / scale))
     log.info("export: conservative point loads on %d %s faces, max column error %.2e", ft.size, ft.kind, err)
     return _Conservative(faces=ft, W=W.tocsr(), column_sums=sums, column_error=err, face_areas_T=Wf.T.tocsr(),
-                         covered=covered)
+                         covered=covered, common_areas=common)
 
 
 def _read_faces(path, qt: QuadratureTable):

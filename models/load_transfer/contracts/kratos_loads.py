@@ -88,6 +88,7 @@ def write_kratos_loads(
     validate: str = "structure",
     before_commit: Optional[Callable[[np.ndarray, np.ndarray], None]] = None,
     faces: Optional[Mapping[str, Any]] = None,
+    common_areas: Optional[Any] = None,
 ) -> KratosWriteStats:
     """Write a kratos-point-loads file by streaming time blocks; return the written diagnostics.
 
@@ -100,7 +101,8 @@ def write_kratos_loads(
     raise to veto the file (nothing is left on disk).
     faces: the optional face table (1.1) of the conservative export: ``vertices`` (Nf, Kv, 3) m,
     ``condition_index`` (Nf, Kc) and ``force(rows) -> (len(rows), Nf)`` N, the exact face integrals,
-    streamed with the loads.
+    streamed with the loads. common_areas (Nr,) m²: the faces' common area per ring (written
+    source_force = P @ common_areas); default the rings inside disk(r_map).
     """
     spec = load_spec(SCHEMA)
     target = Path(path)
@@ -118,7 +120,8 @@ def write_kratos_loads(
     meta = dict(metadata or {})
     meta["mode"] = mode
     secs: Dict[str, float] = {"compute": 0.0, "write": 0.0}
-    source_force = ring_force(P, edges, r_map)
+    # F_B on the common area: the disk of r_map, or (with a face table) the faces' coverage of it
+    source_force = ring_force(P, edges, r_map) if common_areas is None else P @ np.asarray(common_areas, np.float64)
     target_force = np.empty(nt)
     with atomic_target(target) as tmp:
         with h5py.File(tmp, "w") as f:

@@ -256,6 +256,9 @@ class _Validator:
             if "derived" in item and name in self.f and name not in self.bad:
                 rules = item["derived"] if isinstance(item["derived"], list) else [item["derived"]]
                 for rule in rules:  # a dataset may be tied to its inputs by several relations
+                    unless, when = rule.get("unless"), rule.get("when")
+                    if (unless and unless in self.f) or (when and when not in self.f):
+                        continue  # the rule that applies depends on an optional dataset (e.g. faces/*)
                     if name not in self.bad:
                         self.check_derived(name, rule)
         self.r.unknown = self.unknown_datasets()
