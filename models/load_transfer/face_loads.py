@@ -246,7 +246,8 @@ def triangle_face_table(nodes, triangles, *, outward: str = "+z", first_id: int 
     T = np.asarray(triangles, dtype=np.int64)
     if X.ndim != 2 or X.shape[1] != 3 or T.ndim != 2 or T.shape[1] != 3:
         raise FaceTableError(f"nodes (Nn, 3) and triangles (Nf, 3) expected, got {X.shape}, {T.shape}")
-    if np.ptp(X[:, 2]) > 1e-12 * max(1.0, float(np.max(np.abs(X)))):
+    used = X[np.unique(T)]
+    if np.ptp(used[:, 2]) > 1e-12 * max(1.0, float(np.max(np.abs(used)))):
         raise FaceTableError("nodes: the faces must lie in one plane z = const")
     verts = X[T]  # (Nf, 3, 3)
     pts = np.einsum("qk,fkj->fqj", _TRI_POINTS, verts).reshape(-1, 3)
