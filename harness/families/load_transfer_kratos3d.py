@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass, field
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -42,6 +42,8 @@ class Kratos3DParams:
     r_max: float = 0.01  # m, last radial edge (the disk may leave the top face: partial coverage)
     n_rings: int = 40
     fail_above: float = 0.02
+    fe_peer: Optional[str] = None  # "dolfinx": also solve the block with Debian's DOLFINx (own process)
+    dolfinx_python: str = "/usr/bin/python3"
 
 
 def _params(cfg: DictConfig) -> Kratos3DParams:
@@ -57,6 +59,8 @@ def _params(cfg: DictConfig) -> Kratos3DParams:
     if not (0.0 <= p.axis_origin[0] <= p.block.Lx and 0.0 <= p.axis_origin[1] <= p.block.Ly):
         raise HarnessInputError(f"case.params.axis_origin: must lie on the top face [0, Lx] x [0, Ly], got "
                                 f"{p.axis_origin!r}")
+    if p.fe_peer not in (None, "dolfinx"):
+        raise HarnessInputError(f"case.params.fe_peer: must be null or 'dolfinx', got {p.fe_peer!r}")
     if p.n_rings < 1 or not p.r_max > 0:
         raise HarnessInputError("case.params.n_rings, r_max: must be >= 1 and > 0")
     return p
@@ -142,4 +146,22 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     }
     info = {"kratos": mpm.info, "seconds": mpm.seconds, "axis_origin": list(origin), "point_loads": ex.point_loads,
             "params": asdict(p)}
+    if p.fe_peer == "dolfinx":
+        from models.load_transfer.fe.dolfinx_backend import DolfinxUnavailable
+        from models.load_transfer.fe.dolfinx_backend import solve_block_static as dolfinx_block
+
+        with ctx.stage("dolfinx"):
+            try:
+                fd, dinfo = dolfinx_block(block, loads.points, f, python=p.dolfinx_python, workdir=out / "dolfinx")
+            except DolfinxUnavailable as exc:
+                raise HarnessInputError(f"case.params.{exc}") from exc
+        jd = match_gauss(fe.x, fd.x, tol)
+        ud = fd.u[jd]
+        metrics["dolfinx_skfem_u_l2_rel_diff"] = _rel_l2(ud, fe.u, fe.weight)
+        metrics["dolfinx_skfem_u_max_rel_diff"] = float(np.max(np.abs(ud - fe.u)) / np.max(np.abs(fe.u)))
+        metrics["dolfinx_skfem_vm_l2_rel_diff"] = _rel_l2(von_mises_3d(fd.stress[jd]), von_mises_3d(fe.stress),
+                                                          fe.weight)
+        kd = match_gauss(mpm.x0, fd.x, tol)
+        metrics["kratos_dolfinx_u_l2_rel_diff"] = _rel_l2(mpm.u, fd.u[kd], fd.weight[kd])
+        info["dolfinx"] = dinfo
     return CaseResult(metrics=metrics, series={"F_B": r["F_B"].tolist(), "F_M": r["F_M"].tolist()}, info=info)

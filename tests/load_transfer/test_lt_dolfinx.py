@@ -72,3 +72,16 @@ def test_dolfinx_dynamic_three_way(harness_env):
     assert m["dolfinx_skfem_u_hist_rel_diff"] <= 1e-10 and m["dolfinx_skfem_work_rel_diff"] <= 1e-10
     assert m["kratos_dolfinx_u_l2_rel_diff"] < m["kratos_dolfinx_u_l2_rel_diff_coarse"]
     assert m["kratos_dolfinx_u_l2_rel_diff_order"] >= 1.0
+
+
+def test_dolfinx_3d_block_three_way(harness_env):
+    """The 3-D block (off-axis, partially covered disk): DOLFINx / scikit-fem / Kratos on the same point loads."""
+    pytest.importorskip("KratosMultiphysics.MPMApplication", reason="Kratos extra not installed")
+    out = run_case("load_transfer/dolfinx_3d", overrides=["tracking=none"])
+    assert out.status == "ok", out.message
+    assert out.verdict == "pass", (out.metrics, out.gates)
+    m = out.metrics
+    assert max(m["dolfinx_skfem_u_l2_rel_diff"], m["dolfinx_skfem_u_max_rel_diff"], m["dolfinx_skfem_vm_l2_rel_diff"]) <= 1e-10
+    assert m["kratos_dolfinx_u_l2_rel_diff"] <= 1e-6 and m["e_F"] <= 1e-12
+    info = json.loads((out.run_dir / "manifest.json").read_text())["info"]["dolfinx"]
+    assert info["dolfinx"].startswith("0.5.") and info["interpreter"] == "/usr/bin/python3"

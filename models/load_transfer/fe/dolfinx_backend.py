@@ -123,3 +123,30 @@ class DolfinxSolver:
         final = FEField(x=out["x"], u=out["u"], stress=out["stress"], weight=out["weight"])
         return FEDynamicResult(times=dt * np.arange(n + 1), u_points=out["u_points"], u_gauss=out["u_gauss"],
                                final=final, work=out["work"])
+
+
+def solve_block_static(block, points, forces, *, python: str = DEFAULT_PYTHON, workdir: Optional[Path | str] = None,
+                       timeout: float = 900.0):
+    """The 3-D block (kratos.block3d.Block) in DOLFINx: Q1 hexahedra, 2 x 2 x 2 Gauss, rollers on the
+    three coordinate planes, point forces (Nc, 3) N at points (Nc, 3) m. Returns (Field3D, info)."""
+    from .skfem_block import Field3D
+
+    info = probe(python)
+    wd = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="dolfinx-"))
+    wd.mkdir(parents=True, exist_ok=True)
+    req, res = wd / "dolfinx-block-request.npz", wd / "dolfinx-block-result.npz"
+    np.savez(req, task="block_static", Lx=block.Lx, Ly=block.Ly, Lz=block.Lz, nx=block.nx, ny=block.ny, nz=block.nz,
+             E=block.E, nu=block.nu, points=np.asarray(points, np.float64),
+             forces=np.asarray(forces, np.float64)[None])
+    log_path = wd / "dolfinx-block.log"
+    with open(log_path, "w") as fh:
+        proc = subprocess.run([str(python), str(WORKER), str(req), str(res)], stdout=fh, stderr=subprocess.STDOUT,
+                              env=_clean_env(), cwd=wd, timeout=timeout)
+    if proc.returncode != 0 or not res.is_file():
+        tail = log_path.read_text().strip().splitlines()[-1:] or ["?"]
+        raise RuntimeError(f"DOLFINx worker failed (exit {proc.returncode}; see {log_path}): {tail[0]}")
+    with np.load(res, allow_pickle=False) as z:
+        out = {k: z[k] for k in z.files}
+    info.update(json.loads(str(out.pop("versions"))))
+    info["n_dofs"] = int(out.pop("n_dofs"))
+    return Field3D(x=out["x"], u=out["u"], stress=out["stress"], weight=out["weight"]), info
