@@ -74,6 +74,7 @@ def test_dolfinx_dynamic_three_way(harness_env):
     assert m["kratos_dolfinx_u_l2_rel_diff_order"] >= 1.0
 
 
+@pytest.mark.slow
 def test_dolfinx_3d_block_three_way(harness_env):
     """The 3-D block (off-axis, partially covered disk): DOLFINx / scikit-fem / Kratos on the same point loads."""
     pytest.importorskip("KratosMultiphysics.MPMApplication", reason="Kratos extra not installed")
