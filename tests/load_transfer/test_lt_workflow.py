@@ -13,9 +13,10 @@ from harness.families.load_transfer_workflow import STAGES, main
 
 
 def _run(args, outputs: Path):
-    env = dict(os.environ, HARNESS_OUTPUTS=str(outputs))
-    return subprocess.run([sys.executable, "-m", "harness.families.load_transfer_workflow", *args],
-                          capture_output=True, text=True, env=env, timeout=900)
+    """The command as a user types it (``python`` = this interpreter first on PATH)."""
+    env = dict(os.environ, HARNESS_OUTPUTS=str(outputs), PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    cmd = " ".join(["python -m harness.families.load_transfer_workflow", *args])
+    return subprocess.run(cmd, shell=True, capture_output=True, text=True, env=env, timeout=900)
 
 
 def _record(outputs: Path) -> dict:
@@ -52,6 +53,9 @@ def test_a_failed_gate_stops_the_later_stages_with_the_reason_on_the_parent_run(
 
 @pytest.mark.slow
 def test_every_stage_passes_and_plasticity_is_reported_not_implemented(tmp_path):
+    """The README's command, as written."""
+    readme = (Path(__file__).resolve().parents[2] / "models/load_transfer/kratos/README.md").read_text()
+    assert "\n  python -m harness.families.load_transfer_workflow\n" in readme
     proc = _run([], tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     rec = _record(tmp_path)
