@@ -23,17 +23,22 @@ def _run(cmds, cwd: Path, outputs: Path):
     return [subprocess.run(c, shell=True, cwd=cwd, env=env, capture_output=True, text=True, timeout=300) for c in cmds]
 
 
-def test_wall_loads_file_source_commands_pass_as_written(tmp_path):
-    """The file-source command of the contracts README and of the source YAML (the same lines)."""
+def test_wall_loads_file_source_commands_pass_as_written(tmp_path, harness_env):
+    """The file-source command of the contracts README and of the source YAML (the same lines), in an
+    empty working directory, recorded in the session's MLflow store (created once by the fixture)."""
     block = next(b for b in _bash_blocks(CONTRACTS_README.read_text()) if any("source=wall_loads_file" in c for c in b))
     yaml_cmds = [ln.lstrip("#").strip() for ln in SOURCE_YAML.read_text().splitlines() if ln.startswith("#   python")]
     assert yaml_cmds == block  # one truth: the YAML shows the README's commands
-    procs = _run(block, tmp_path, tmp_path / "outputs")
+    before = set((harness_env / "runs").rglob("manifest.json")) if (harness_env / "runs").exists() else set()
+    procs = _run(block, tmp_path, harness_env)
     for c, p in zip(block, procs):
         assert p.returncode == 0, (c, p.stdout, p.stderr[-2000:])
     verdict = procs[-1].stdout.strip().splitlines()[-1]
     assert verdict.startswith("load_transfer/uniform_pressure  PASS"), verdict
-    manifest = json.loads(next((tmp_path / "outputs").rglob("manifest.json")).read_text())
+    new = [m for m in (harness_env / "runs" / "load_transfer" / "uniform_pressure").rglob("manifest.json")
+           if m not in before]
+    assert len(new) == 1
+    manifest = json.loads(new[0].read_text())
     assert manifest["info"]["gates_not_applicable"] == ["e_F_closed", "e_J_closed"]
     gates = {k: v["gate"] for k, v in manifest["metrics"].items() if v.get("gate")}
     assert set(gates) == {"e_F", "e_J"} and all(g["verdict"] == "pass" for g in gates.values())
