@@ -164,7 +164,7 @@ def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: s
     tol = 1e-9 * max(body.radius, body.height)
     with ctx.stage("fe"):
         if spec.solver == "static":
-            _, fe = W.fe_static(body, loads, spec, p.fe_backend)
+            solver, fe = W.fe_static(body, loads, spec, p.fe_backend)
             cmp = W.compare_static(mpm, fe, tol)
         else:
             solver, fe = W.fe_dynamic(body, loads, spec, p.fe_backend)
@@ -172,7 +172,7 @@ def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: s
     peer: Dict[str, Any] = {}
     if p.fe_peer == "dolfinx":
         with ctx.stage("dolfinx"):
-            peer = _dolfinx_peer(p, body, loads, spec, mpm, fe, out, tol)
+            peer = _dolfinx_peer(p, body, loads, spec, mpm, fe, out, tol, fe_solver=solver)
         cmp.update(peer.pop("metrics"))
     r = mpm.records
     # the process records are on the Kratos steps with their actual lengths: trapezoid-free sums
@@ -267,7 +267,7 @@ def _plot(ctx: RunContext, series: Dict[str, Any], solver: str) -> None:
     plt.close(fig)
 
 
-def _dolfinx_peer(p: KratosParams, body, loads, spec, mpm, fe, out, tol: float) -> Dict[str, Any]:
+def _dolfinx_peer(p: KratosParams, body, loads, spec, mpm, fe, out, tol: float, fe_solver=None) -> Dict[str, Any]:
     """The same body, material, mesh, element and step loads in DOLFINx: DOLFINx - scikit-fem and
     Kratos - DOLFINx differences (displacement L2 / max, von Mises L2; dynamic: also the peak
     response and the external work). Exchange files and the worker log in ``out/dolfinx``."""
@@ -285,6 +285,11 @@ def _dolfinx_peer(p: KratosParams, body, loads, spec, mpm, fe, out, tol: float) 
         fs = fe
         kd = W.compare_static(mpm, fd, tol)
         m.update({f"kratos_dolfinx_{k}": v for k, v in kd.items() if k.endswith("rel_diff")})
+        # force through each code: the applied force read back from Kratos against the support
+        # reactions of the two FE models (equilibrium of the transferred load)
+        F_applied = float(mpm.records["F_M"][-1])
+        m["dolfinx_reaction_rel_diff"] = abs(dx.base_reaction - F_applied) / abs(F_applied)
+        m["skfem_reaction_rel_diff"] = abs(fe_solver.base_reaction(fe_solver.u_static) - F_applied) / abs(F_applied)
     else:
         res = dx.dynamic(PointLoads(points=loads.points, forces=W.step_forces(loads, spec)), spec.dt,
                          beta=spec.newmark_beta)

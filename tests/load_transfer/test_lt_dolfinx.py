@@ -45,6 +45,8 @@ def test_dolfinx_static_three_way(harness_env):
         assert m[k] <= 1e-10, k  # same mesh, element, quadrature and weak form
     assert m["kratos_dolfinx_u_l2_rel_diff"] <= 1e-6 and m["kratos_dolfinx_u_max_rel_diff"] <= 1e-6
     assert m["e_F"] <= 1e-12 and m["e_J"] <= 1e-12
+    # force through all three: each FE model's support reaction equals the force read back from Kratos
+    assert m["dolfinx_reaction_rel_diff"] <= 1e-10 and m["skfem_reaction_rel_diff"] <= 1e-10
     assert m["dolfinx_u_l2_norm"] == pytest.approx(m["u_l2_norm_fe"], rel=1e-10)
     info = json.loads((out.run_dir / "manifest.json").read_text())["info"]["levels"][0]["dolfinx"]
     assert info["dolfinx"].startswith("0.5.") and info["interpreter"] == "/usr/bin/python3"

@@ -113,6 +113,7 @@ class DolfinxSolver:
 
     def static(self, points: np.ndarray, forces: np.ndarray) -> FEField:
         out = self._run("static", points, np.asarray(forces, np.float64)[None])
+        self.base_reaction = float(out["base_reaction"])  # N, axial reaction of the support y = 0
         return FEField(x=out["x"], u=out["u"], stress=out["stress"], weight=out["weight"])
 
     def dynamic(self, loads: PointLoads, dt: float, *, beta: float = 0.25, gamma: float = 0.5) -> FEDynamicResult:

@@ -245,6 +245,9 @@ def main(argv):
         u = np.zeros(n)
         u[free] = splu(Kf).solve(F[-1, free])
         out["x"], out["u"], out["stress"], out["weight"] = field(u)
+        X = V.tabulate_dof_coordinates()
+        base = 2 * np.flatnonzero(X[:, 1] <= 1e-12 * max(md["R"], md["H"])) + 1  # the fixed axial dofs of y = 0
+        out["base_reaction"] = np.array(float(np.sum((K @ u)[base])))
     else:
         dt, beta, gamma = float(req["dt"]), float(req["beta"]), float(req["gamma"])
         Mf = sp.diags(m_lumped[free]).tocsc()
