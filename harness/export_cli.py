@@ -1,5 +1,8 @@
 """``cavitation-kratos-export``: wall-loads HDF5 + surface quadrature table -> kratos-point-loads HDF5.
 
+With ``--faces`` the point loads are the exact face integrals split by the face shape functions
+(conservative, production operator); without it they are sampled (metadata ``point_loads: sampled``).
+
 Prints e_F and e_J of the mapping alone (both forces averaged exactly over the target steps).
 Exit codes: 0 written (e_F, e_J <= 1 %: pass; <= 2 %: warn, refine), 1 mapping-only error above
 2 % (no output file), 2 bad input (file, table, time grid, area check) with a one-line reason.
@@ -36,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="cavitation-kratos-export", description=__doc__.splitlines()[0])
     ap.add_argument("wall_loads", help="{case_id}.wall-loads.v1.h5 (CSV only with --mode debug)")
     ap.add_argument("table", help="surface quadrature table (.csv or .parquet)")
+    ap.add_argument("--faces", help="face table (.npz: vertices (Nf, Kv, 3) m, condition_ids (Nf, Kc)): the "
+                    "conservative path (exact face integrals split by the face shape functions); without it the "
+                    "loads are sampled (said in the file's metadata and the log)")
+    ap.add_argument("--partial-surface", action="store_true",
+                    help="with --faces: the faces may cover part of disk(R_map); the common area is their coverage")
     ap.add_argument("--out", default=".", help="output directory or file (default: .)")
     ap.add_argument("--time-grid", help="target step edges (.npy, .csv or text, one value per line) [s]")
     ap.add_argument("--t0", type=float, default=0.0, help="first target step edge [s]")
@@ -68,8 +76,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         git = git_state()
         res = export_kratos_loads(
             args.wall_loads, args.table, edges, args.out, r_map=args.r_map, axis_origin=tuple(args.axis_origin),
-            area_rtol=args.area_rtol, method="l2-uniform-correction-debug" if args.debug_l2_correction else
-            "quadrature-sampled", mode=args.mode, fail_above=args.fail_above, J_scale=args.j_scale,
+            area_rtol=args.area_rtol, method="l2-uniform-correction-debug" if args.debug_l2_correction else None,
+            faces=args.faces, partial_surface=args.partial_surface, mode=args.mode, fail_above=args.fail_above, J_scale=args.j_scale,
             unloaded_ends=args.unloaded_ends, case_id=args.case_id,
             metadata={"exporter_commit": str(git.get("commit") or "unknown") + ("-dirty" if git.get("dirty") else ""),
                       "command": shlex.join(["cavitation-kratos-export", *argv])},
@@ -81,7 +89,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"cavitation-kratos-export: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     verdict = "pass" if max(res.e_F, res.e_J) <= PASS_MAX else "warn (refine the quadrature table)"
-    print(f"e_F = {res.e_F:.4e}  e_J = {res.e_J:.4e}  {verdict}  -> {res.path}")
+    print(f"e_F = {res.e_F:.4e}  e_J = {res.e_J:.4e}  {verdict}  [{res.point_loads}]  -> {res.path}")
     return 0
 
 

@@ -85,6 +85,7 @@ class ExportBenchParams:
     n_theta: Optional[int] = None  # azimuthal cells of the polar table; default n_c // n_r (layers = rings)
     block_rows: Optional[int] = None  # time rows per streamed block at reduced size (None: ~32 MB blocks)
     full_block_rows: Optional[int] = None  # the same at full size
+    point_loads: str = "sampled"  # sampled (polar table) | conservative (triangulated disk, 3 conditions per face)
 
 
 def _params(cfg: DictConfig, schema) -> Any:
@@ -585,16 +586,27 @@ def bench_export(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         pressure *= 1.0 + 0.01 * rng.standard_normal(pressure.shape)
         src = write_wall_loads(ctx.run_dir / "bench.wall-loads.v1.h5", case_id="bench", time=t, radial_edges=edges,
                                pressure=pressure, mode="debug")
-        n_theta = p.n_theta or max(1, nc // nr)
-        n_radial = max(1, int(round((nc - 1) / n_theta)))
-        qt = validate_table(polar_quadrature_table(radius=R, n_radial=n_radial, n_theta=n_theta))
+        faces = None
+        if p.point_loads == "conservative":
+            from models.load_transfer.face_loads import triangle_face_table
+            from models.load_transfer.surfaces import disk_mesh
+
+            mesh = disk_mesh(radius=R, resolution=max(1, int(round(np.sqrt(nc / 18.0)))))  # 6 n^2 triangles
+            table, faces = triangle_face_table(mesh.nodes, mesh.elements)
+            qt = validate_table(table)
+        elif p.point_loads == "sampled":
+            n_theta = p.n_theta or max(1, nc // nr)
+            n_radial = max(1, int(round((nc - 1) / n_theta)))
+            qt = validate_table(polar_quadrature_table(radius=R, n_radial=n_radial, n_theta=n_theta))
+        else:
+            raise HarnessInputError(f"case.params.point_loads: must be 'sampled' or 'conservative', got {p.point_loads!r}")
     te = np.linspace(t[0], t[-1], 2 * nt + 1)
     out_dir = ctx.run_dir / "kratos"
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()
     with ctx.stage("export"):
         c0 = time.perf_counter()
-        res = export_kratos_loads(src, qt, te, out_dir, mode="debug",
+        res = export_kratos_loads(src, qt, te, out_dir, mode="debug", faces=faces,
                                   block_rows=p.full_block_rows if full else p.block_rows)
         t_export = time.perf_counter() - c0
     _, peak_export = tracemalloc.get_traced_memory()
@@ -602,6 +614,10 @@ def bench_export(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # reference: the same arrays written raw with h5py, same filters and chunks, same block rows
     rings = point_rings(qt.coordinates, edges)
+    if faces is not None:
+        from models.load_transfer.face_loads import face_condition_matrix
+
+        conservative_W = face_condition_matrix(faces, qt.coordinates, edges, r_map=res.r_map).tocsr()
     an = qt.areas[:, None] * qt.normals
     rows = res.write.block_rows
     ref_path = ctx.run_dir / "raw_reference.h5"
@@ -620,12 +636,29 @@ def bench_export(cfg: DictConfig, ctx: RunContext) -> CaseResult:
                               ("conditions/tributary_area", qt.areas), ("conditions/outward_normal", qt.normals)):
                 f.create_dataset(name, data=arr, chunks=large_chunks(arr.shape) if arr.ndim > 1 else True, **kw)
             t_ref += time.perf_counter() - c0
+            dff = None
+            if faces is not None:  # the face table and the exact face forces, as the export writes them
+                from models.load_transfer.face_loads import face_ring_areas
+
+                c0 = time.perf_counter()
+                for name, arr in (("faces/vertices", faces.vertices), ("faces/condition_index", faces.condition_index)):
+                    f.create_dataset(name, data=arr, chunks=True, **kw)
+                dff = f.create_dataset("faces/force", shape=(nt, faces.size), dtype="f8",
+                                       chunks=large_chunks((nt, faces.size)), **kw)
+                t_ref += time.perf_counter() - c0
+                WfT = face_ring_areas(faces.vertices, edges, r_map=res.r_map).T.tocsr()
             for s in range(0, nt, rows):
-                pb = sample_ring_values(pressure[s : s + rows], rings)  # data prepared outside the timer
+                if faces is None:
+                    pb = sample_ring_values(pressure[s : s + rows], rings)  # data prepared outside the timer
+                else:
+                    pb = np.asarray(conservative_W @ pressure[s : s + rows].T).T / qt.areas
                 fb = -pb[..., None] * an
+                ffb = None if dff is None else pressure[s : s + rows] @ WfT
                 c0 = time.perf_counter()
                 dp[s : s + rows] = pb
                 df[s : s + rows] = fb
+                if dff is not None:
+                    dff[s : s + rows] = ffb
                 t_ref += time.perf_counter() - c0
             c0 = time.perf_counter()
         t_ref += time.perf_counter() - c0  # file close (flush) counted
@@ -644,6 +677,7 @@ def bench_export(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         "output_mb": out_size / 2**20,
         "e_F": res.e_F,
         "e_J": res.e_J,
+        "conservative": float(res.point_loads == "conservative"),
     }
     res.path.unlink()  # the benchmark output is not an artifact (large)
     info = {"n_t": nt, "n_r": nr, "n_c": int(qt.size), "full_size": full, "block_rows": rows,

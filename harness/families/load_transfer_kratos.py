@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -60,7 +60,10 @@ class KratosParams:
     levels: int = 1  # dynamic: >1 also runs the levels refined by 2 in nr, nz and n_steps
     richardson: bool = False  # also run 2 n_steps (same grid): peak_change, work_change
     full_scale: int = 2  # HARNESS_FULL=1: nr, nz and n_steps times this factor
+    point_loads: str = "conservative"  # conservative (exact face integrals) | sampled (ring value x area)
     fe_backend: str = "skfem"
+    fe_peer: Optional[str] = None  # "dolfinx": also solve with Debian's DOLFINx (system interpreter, own process)
+    dolfinx_python: str = "/usr/bin/python3"  # the interpreter Debian's python3-dolfinx is installed for
     fail_above: float = 0.02  # mapping-only abort threshold of the point-load process
     export_mode: str = "production"  # production | debug (the analytic source is a debug file)
     J_scale: float = 0.0  # N s
@@ -82,6 +85,10 @@ def _params(cfg: DictConfig) -> KratosParams:
         ("t_run", p.t_run > 0.0, "must be > 0 s"),
         ("fail_above", 0.0 < p.fail_above, "must be > 0"),
         ("export_mode", p.export_mode in ("production", "debug"), "must be 'production' or 'debug'"),
+        ("point_loads", p.point_loads in ("conservative", "sampled"), "must be 'conservative' or 'sampled'"),
+        ("fe_peer", p.fe_peer in (None, "dolfinx"), "must be null or 'dolfinx'"),
+        ("point_loads", p.point_loads == "sampled" or p.body.formulation == "axisymmetric",
+         "conservative point loads need body.formulation 'axisymmetric' (use 'sampled')"),
         ("source.kind", p.source.kind in ("analytic", "synthetic"), "must be 'analytic' or 'synthetic'"),
         ("body.nr", p.body.nr >= 1, "must be >= 1"),
         ("body.nz", p.body.nz >= 1, "must be >= 1"),
@@ -131,8 +138,11 @@ def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: s
     with ctx.stage("export"):
         try:
             wl = W.write_source(src, body, out, case_id, configuration=OmegaConf.to_yaml(cfg, resolve=True))
-            table = W.top_face_table(body)
-            ex = W.export_loads(wl, table, spec, out, mode=p.export_mode, fail_above=p.fail_above)
+            if p.point_loads == "conservative":
+                table, faces = W.top_face_faces(body)
+            else:
+                table, faces = W.top_face_table(body), None
+            ex = W.export_loads(wl, table, spec, out, mode=p.export_mode, fail_above=p.fail_above, faces=faces)
         except (ExportInputError, ValueError) as exc:
             raise HarnessInputError(f"case.params: export: {exc}") from exc
         except MappingError as exc:  # the export refuses the file (mapping above fail_above): a failed case
@@ -154,25 +164,34 @@ def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: s
     tol = 1e-9 * max(body.radius, body.height)
     with ctx.stage("fe"):
         if spec.solver == "static":
-            _, fe = W.fe_static(body, loads, spec, p.fe_backend)
+            solver, fe = W.fe_static(body, loads, spec, p.fe_backend)
             cmp = W.compare_static(mpm, fe, tol)
         else:
             solver, fe = W.fe_dynamic(body, loads, spec, p.fe_backend)
             cmp = W.compare_dynamic(mpm, fe, solver.gauss_points(), table["tributary_area"].to_numpy(), tol)
+    peer: Dict[str, Any] = {}
+    if p.fe_peer == "dolfinx":
+        with ctx.stage("dolfinx"):
+            peer = _dolfinx_peer(p, body, loads, spec, mpm, fe, out, tol, fe_solver=solver)
+        cmp.update(peer.pop("metrics"))
     r = mpm.records
     # the process records are on the Kratos steps with their actual lengths: trapezoid-free sums
     J_B, J_M = float(r["J_B"][-1]), float(r["J_M"][-1])
     metrics = {"e_F": M.e_F(r["F_M"], r["F_B"]), "e_J": M.e_J(J_M, J_B, p.J_scale), "export_e_F": ex.e_F,
                "export_e_J": ex.e_J, "J_B": J_B, "J_M": J_M, "steps": float(r["time"].size),
                "step_time_error": float(np.max(np.abs(r["dt"] - spec.dt)) / spec.dt),
-               "area_sum_error": abs(ex.area_sum - ex.area_exact) / ex.area_exact, **cmp}
+               "area_sum_error": abs(ex.area_sum - ex.area_exact) / ex.area_exact,
+               "export_column_error": ex.column_error, **cmp}
     series = {"time": r["time"], "F_B": r["F_B"], "F_M": r["F_M"], "J_B": r["J_B"], "J_M": r["J_M"],
               "work": r["work"]}
     if spec.solver == "dynamic":
         series["response"] = W.top_response(r["u_points"], table["tributary_area"].to_numpy())
         series["response_fe"] = W.top_response(fe.u_points[1:], table["tributary_area"].to_numpy())
     info = {"mpm": mpm.info, "seconds": mpm.seconds, "n_steps": n_steps, "dt": spec.dt, "nr": body.nr,
-            "nz": body.nz, "fe_backend": p.fe_backend}
+            "nz": body.nz, "fe_backend": p.fe_backend, "point_loads": ex.point_loads,
+            "radial_edges": loads_edges(ex.path)}
+    if peer:
+        info["dolfinx"] = peer["info"]
     return {"metrics": metrics, "series": series, "info": info}
 
 
@@ -199,7 +218,9 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     info: Dict[str, Any] = {"kratos": fine["info"]["mpm"], "levels": [lv["info"] for lv in levels], "full_size": full,
                             "params": asdict(p)}
     if len(levels) > 1:
-        for name in ("u_l2_rel_diff", "u_max_rel_diff", "vm_l2_rel_diff"):
+        for name in ("u_l2_rel_diff", "u_max_rel_diff", "vm_l2_rel_diff", "kratos_dolfinx_u_l2_rel_diff"):
+            if name not in fine["metrics"]:
+                continue
             seq = [lv["metrics"][name] for lv in levels]
             metrics[f"{name}_coarse"] = seq[0]
             metrics[f"{name}_order"] = M.observed_order(seq[-2], seq[-1], 2.0)
@@ -214,6 +235,8 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         info["richardson"] = half["info"]
     series = dict(fine["series"])
     _plot(ctx, series, p.solver)
+    if p.body.formulation == "axisymmetric":
+        _plot_rings(ctx, _body(p.body, scale), fine["info"]["radial_edges"], metrics)
     return CaseResult(metrics=metrics, series=series, info=info)
 
 
@@ -241,6 +264,83 @@ def _plot(ctx: RunContext, series: Dict[str, Any], solver: str) -> None:
         ax.legend()
     fig.tight_layout()
     ctx.save_figure("kratos_loads.png", fig)
+    plt.close(fig)
+
+
+def _dolfinx_peer(p: KratosParams, body, loads, spec, mpm, fe, out, tol: float, fe_solver=None) -> Dict[str, Any]:
+    """The same body, material, mesh, element and step loads in DOLFINx: DOLFINx - scikit-fem and
+    Kratos - DOLFINx differences (displacement L2 / max, von Mises L2; dynamic: also the peak
+    response and the external work). Exchange files and the worker log in ``out/dolfinx``."""
+    from models.load_transfer.fe.base import PointLoads, von_mises
+    from models.load_transfer.fe.dolfinx_backend import DolfinxSolver, DolfinxUnavailable
+    from models.load_transfer.kratos import workflow as W
+
+    try:
+        dx = DolfinxSolver(body, python=p.dolfinx_python, workdir=out / "dolfinx")
+    except DolfinxUnavailable as exc:
+        raise HarnessInputError(f"case.params.{exc}") from exc
+    m: Dict[str, float] = {}
+    if spec.solver == "static":
+        fd = dx.static(loads.points, W.step_forces(loads, spec)[-1])
+        fs = fe
+        kd = W.compare_static(mpm, fd, tol)
+        m.update({f"kratos_dolfinx_{k}": v for k, v in kd.items() if k.endswith("rel_diff")})
+        # force through each code: the applied force read back from Kratos against the support
+        # reactions of the two FE models (equilibrium of the transferred load)
+        F_applied = float(mpm.records["F_M"][-1])
+        m["dolfinx_reaction_rel_diff"] = abs(dx.base_reaction - F_applied) / abs(F_applied)
+        m["skfem_reaction_rel_diff"] = abs(fe_solver.base_reaction(fe_solver.u_static) - F_applied) / abs(F_applied)
+    else:
+        res = dx.dynamic(PointLoads(points=loads.points, forces=W.step_forces(loads, spec)), spec.dt,
+                         beta=spec.newmark_beta)
+        fd, fs = res.final, fe.final
+        m["dolfinx_skfem_u_hist_rel_diff"] = W._rel_l2(res.u_points, fe.u_points)
+        m["dolfinx_skfem_work_rel_diff"] = abs(res.work[-1] - fe.work[-1]) / abs(fe.work[-1])
+        ik = W.match_gauss(mpm.x0, res.final.x, tol)  # Kratos - DOLFINx over the whole history
+        u_k, u_d = mpm.u_hist, res.u_gauss[:, ik]
+        m["kratos_dolfinx_u_l2_rel_diff"] = W._rel_l2(u_k.reshape(u_k.shape[0], -1), u_d.reshape(u_d.shape[0], -1))
+    idx = W.match_gauss(fs.x, fd.x, tol)
+    ud, vd = fd.u[idx], von_mises(fd.stress[idx])
+    m["dolfinx_skfem_u_l2_rel_diff"] = W._rel_l2(ud, fs.u, fs.weight)
+    m["dolfinx_skfem_u_max_rel_diff"] = float(np.max(np.abs(ud - fs.u)) / np.max(np.abs(fs.u)))
+    m["dolfinx_skfem_vm_l2_rel_diff"] = W._rel_l2(vd, von_mises(fs.stress), fs.weight)
+    m["dolfinx_u_l2_norm"] = float(np.sqrt(np.sum(fd.weight * np.sum(fd.u**2, axis=1))))
+    m["dolfinx_vm_l2_norm"] = float(np.sqrt(np.sum(fd.weight * von_mises(fd.stress) ** 2)))
+    return {"metrics": m, "info": dict(dx.info)}
+
+
+def loads_edges(path) -> list:
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return f["source/radial_edges"][()].tolist()
+
+
+def _plot_rings(ctx: RunContext, body, radial_edges, metrics: Dict[str, float]) -> None:
+    """Per-ring force error of the conservative and the sampled point loads (ring_error.png)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from models.load_transfer.kratos.workflow import ring_errors
+
+    e = np.asarray(radial_edges)
+    err = ring_errors(body, e)
+    metrics["ring_error_max_conservative"] = float(np.max(np.abs(err["conservative"])))
+    metrics["ring_error_max_sampled"] = float(np.max(np.abs(err["sampled"])))
+    ctx.write_json("ring_error.json", {"radial_edges": e, **err})
+    rc = 0.5 * (e[1:] + e[:-1])
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    ax.plot(rc, err["sampled"], "o-", ms=3, label="sampled (ring value x tributary area)")
+    ax.plot(rc, err["conservative"], "s-", ms=3, label="conservative (exact face integrals)")
+    ax.axhline(0.0, color="k", lw=0.5)
+    ax.set_xlabel("ring centre r [m]")
+    ax.set_ylabel("(F_i applied - F_i source) / F_i")
+    ax.set_title("per-ring force error of the Kratos point loads (unit pressure)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    ctx.save_figure("ring_error.png", fig)
     plt.close(fig)
 
 

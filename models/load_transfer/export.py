@@ -1,10 +1,21 @@
 """cavitation-kratos-export: wall-loads file + surface quadrature table -> kratos-point-loads file.
 
-Each Kratos point-load condition a (tributary area A_a, outward normal n_a) receives the ring
-average of the ring that contains it, p_a(t_k) = p_i(t_k) (zero beyond the last radial edge and
-beyond R_map: no extrapolation), and the point force f_a = -p_a A_a n_a [N] (POINT_LOAD, never
-multiplied by an area again). The common disk is R_map = min(radial_edges[-1], r_map); the
-tributary areas inside it must sum to pi R_map^2 (``area_rtol``).
+Two paths give each Kratos point-load condition a (tributary area A_a, outward normal n_a) its
+point force f_a = -p_a A_a n_a [N] (POINT_LOAD, never multiplied by an area again):
+
+* conservative (``faces`` given, mapping_method ``face-conservative``, the production operator):
+  the traction is integrated exactly over each exposed face, clipped by the ring circles, and split
+  among the face's conditions with the face's shape functions (:mod:`models.load_transfer.face_loads`):
+  f_a = -n_a Σ_i W_ai p_i, p_a = (W p)_a / A_a. Σ_a f_a equals the source force on the common area
+  and each face's conditions its exact face integral, both to round-off. The face table is written
+  (faces/*, kratos-point-loads 1.1) and re-checked by the validator.
+* sampled (no face table, ``quadrature-sampled``): the ring average of the ring that contains the
+  condition, p_a(t_k) = p_i(t_k). Not conservative ring by ring; the export says so in its metadata
+  (``point_loads: sampled``) and log.
+
+Zero beyond the last radial edge and beyond R_map (no extrapolation). The common disk is
+R_map = min(radial_edges[-1], r_map); the tributary areas (sampled) or the faces (conservative)
+inside it must cover pi R_map^2 (``area_rtol``).
 
 Mapping-only error: the source force F_B(t) = sum_i p_i |A_i ∩ disk(R_map)| and the target force
 F_M(t) = -sum_a f_a . n_a are both averaged exactly over every step of the target time grid
@@ -34,7 +45,7 @@ from .debug_map import point_rings, sample_ring_values
 
 log = logging.getLogger(__name__)
 
-METHODS = ("quadrature-sampled", "l2-uniform-correction-debug")
+METHODS = ("face-conservative", "quadrature-sampled", "l2-uniform-correction-debug")
 EXPORT_FILLS = ("source_case_id", "table_sha256", "e_F", "e_J")  # metadata the export computes itself
 
 
@@ -68,6 +79,8 @@ class ExportResult:
     n_outside: int
     method: str
     seconds: Dict[str, float] = field(default_factory=dict)
+    point_loads: str = "sampled"  # conservative | sampled
+    column_error: float = float("nan")  # conservative: max_i |Σ_a W_ai - A_i^common| / A_i
     write: Optional[KratosWriteStats] = None
 
 
@@ -95,7 +108,9 @@ def export_kratos_loads(
     r_map: Optional[float] = None,
     axis_origin: Sequence[float] = (0.0, 0.0),
     area_rtol: float = 1.0e-6,
-    method: str = "quadrature-sampled",
+    method: Optional[str] = None,
+    faces: Any = None,
+    partial_surface: bool = False,
     mode: str = "production",
     fail_above: float = 0.02,
     J_scale: float = 0.0,
@@ -108,13 +123,25 @@ def export_kratos_loads(
     """Export ``wall_loads`` (path or WallLoads) onto ``table`` (path, DataFrame or QuadratureTable).
 
     t_edges (Nsteps+1,) s: the target (Kratos) step edges. out: output directory or file path.
+    faces: FaceTable, or a ``.npz`` with ``vertices`` (Nf, Kv, 3) and ``condition_ids`` (Nf, Kc)
+    (the table's condition ids of each face): the conservative path. method: default
+    ``face-conservative`` with faces, ``quadrature-sampled`` without. partial_surface (faces only):
+    the faces need not cover disk(R_map); the common area is their coverage, and F_B is the source
+    integral over it (seed: the Basilisk integral is cut to the common area too).
     Raises ExportInputError for bad input, MappingError when e_F or e_J > fail_above.
     """
     secs: Dict[str, float] = {}
     c0 = _time.perf_counter()
+    if method is None:
+        method = "face-conservative" if faces is not None else "quadrature-sampled"
+    if partial_surface and faces is None:
+        raise ExportInputError("partial_surface: needs a face table (the common area is the faces' coverage)")
+    if (method == "face-conservative") != (faces is not None):
+        raise ExportInputError(f"method: {method!r} " + ("needs a face table (faces)" if faces is None else
+                                                        "does not use a face table; drop faces or the method"))
     if method not in METHODS:
         raise ExportInputError(f"method: {method!r} must be one of {list(METHODS)}")
-    if method != "quadrature-sampled" and mode == "production":
+    if method == "l2-uniform-correction-debug" and mode == "production":
         raise ExportInputError(f"method: {method!r} is a debug map; allowed only in debug mode")
     if mode == "production":
         from .contracts.spec import load_spec
@@ -149,20 +176,37 @@ def export_kratos_loads(
         raise ExportInputError(f"r_map: must be > 0, got {r_map!r}")
     rings = point_rings(qt.coordinates, edges, axis_origin=axis_origin, r_map=r_map)
     area_exact = float(np.pi * rings.r_map**2)
-    area_sum = float(qt.areas[rings.inside].sum())
+    P = wl.pressure
+    nn = np.einsum("ij,ij->i", qt.normals, qt.normals)
+    nr = edges.size - 1
+    fc = None
+    if method == "face-conservative":
+        fc = _conservative(faces, qt, edges, rings, axis_origin)
+        area_sum = fc.covered
+    else:
+        area_sum = float(qt.areas[rings.inside].sum())
     rel = abs(area_sum - area_exact) / area_exact
-    if not rel <= area_rtol:
+    if partial_surface:
+        if not (0.0 < area_sum <= area_exact * (1.0 + area_rtol)):
+            raise ExportInputError(f"faces/vertices: common area {area_sum!r} m^2 must lie in (0, pi R_map^2 = "
+                                   f"{area_exact!r}] m^2 (overlapping or empty faces)")
+        log.info("export: partial surface: common area %.6g m^2 = %.4f of pi R_map^2", area_sum, area_sum / area_exact)
+    elif not rel <= area_rtol:
+        what = "faces/vertices: area of the faces" if fc is not None else "conditions/tributary_area: sum"
         raise ExportInputError(
-            f"conditions/tributary_area: sum over the common disk R_map={rings.r_map!r} m is {area_sum!r} m^2, "
+            f"{what} over the common disk R_map={rings.r_map!r} m is {area_sum!r} m^2, "
             f"pi R_map^2 = {area_exact!r} m^2 (relative error {rel:.3g} > area_rtol {area_rtol:g})")
     te = np.asarray(t_edges, dtype=np.float64)
 
     # knot forces from ring weights: F_M = sum_a p_a A_a |n_a|^2 = P @ w (the written -sum f.n)
-    P = wl.pressure
-    nn = np.einsum("ij,ij->i", qt.normals, qt.normals)
-    nr = edges.size - 1
-    w = np.bincount(rings.index[rings.index >= 0], weights=(qt.areas * nn)[rings.index >= 0], minlength=nr)
-    F_B = P @ rings.common_areas
+    if fc is not None:
+        w = fc.column_sums
+    else:
+        w = np.bincount(rings.index[rings.index >= 0], weights=(qt.areas * nn)[rings.index >= 0], minlength=nr)
+        log.warning("export: no face table: point loads SAMPLED (ring average at each condition x its tributary "
+                    "area); force is not conserved ring by ring. Give the face table for the conservative path.")
+    common = fc.common_areas if fc is not None else rings.common_areas
+    F_B = P @ common
     F_M = P @ w
     delta = np.zeros(P.shape[0])
     if method == "l2-uniform-correction-debug":
@@ -176,12 +220,15 @@ def export_kratos_loads(
     n_out = int((rings.index < 0).sum())
     res = ExportResult(path=None, e_F=e_F, e_J=e_J, F_B_steps=fb, F_M_steps=fm, J_B=jb, J_M=jm, area_sum=area_sum,
                        area_exact=area_exact, r_map=rings.r_map, n_conditions=qt.size, n_outside=n_out, method=method,
-                       seconds=secs)
+                       seconds=secs, point_loads="conservative" if fc is not None else "sampled",
+                       column_error=fc.column_error if fc is not None else float("nan"))
     log.info("export %s: e_F=%.3e e_J=%.3e (R_map=%g m, %d conditions, %d outside)", wl.case_id, e_F, e_J,
              rings.r_map, qt.size, n_out)
     _gate(e_F, e_J, fail_above)
 
     def condition_pressure(sl: slice) -> np.ndarray:
+        if fc is not None:  # p_a = (W p)_a / A_a: f_a = -p_a A_a n_a = -n_a (W p)_a
+            return np.asarray(fc.W @ P[sl].T).T / qt.areas[None, :]
         p = sample_ring_values(P[sl], rings)
         if method == "l2-uniform-correction-debug":
             p = p + delta[sl, None] * rings.inside[None, :]
@@ -195,7 +242,13 @@ def export_kratos_loads(
 
     cid = case_id or wl.case_id
     meta = {"source_case_id": wl.case_id, "table_sha256": qt.sha256, "e_F": e_F, "e_J": e_J,
-            "target_grid": {"t_start": float(te[0]), "t_end": float(te[-1]), "n_steps": int(te.size - 1)}}
+            "target_grid": {"t_start": float(te[0]), "t_end": float(te[-1]), "n_steps": int(te.size - 1)},
+            "point_loads": res.point_loads}
+    if fc is None:
+        meta["point_loads_note"] = ("sampled: ring average at each condition times its tributary area (no face "
+                                    "table); not conservative ring by ring")
+    else:
+        meta["face_column_error"] = fc.column_error
     meta.update(metadata or {})
     c1 = _time.perf_counter()
     stats = write_kratos_loads(
@@ -204,11 +257,87 @@ def export_kratos_loads(
         r_map=rings.r_map, axis_origin=axis_origin, mapping_method=method,
         source_schema_version=wl.schema_version if wl.schema_version != "csv-debug" else "0.0.0",
         source_sha256=wl.sha256 or sha256_file(wl.path), metadata=meta, mode=mode, block_rows=block_rows,
-        validate=validate, before_commit=before_commit)
+        validate=validate, before_commit=before_commit,
+        faces=None if fc is None else {"vertices": fc.faces.vertices, "condition_index": fc.faces.condition_index,
+                                       "force": lambda sl: P[sl] @ fc.face_areas_T},
+        common_areas=None if fc is None else fc.common_areas)
     secs["write"] = _time.perf_counter() - c1
     res.path = stats.path
     res.write = stats
     return res
+
+
+@dataclass
+class _Conservative:
+    faces: Any
+    W: Any  # (Nc, Nr) CSR m²
+    column_sums: np.ndarray  # (Nr,) m²
+    column_error: float
+    face_areas_T: Any  # (Nr, Nf) CSR m²: |face ∩ ring ∩ disk(R_map)|
+    covered: float  # m², faces ∩ disk(R_map)
+    common_areas: np.ndarray  # (Nr,) m², Σ_f |face ∩ ring_i ∩ disk(R_map)|
+
+
+def _conservative(faces, qt: QuadratureTable, edges, rings, axis_origin) -> _Conservative:
+    """The face-integrated operator W on the common disk, checked against the table and the rings."""
+    from .face_loads import (FaceTable, FaceTableError, condition_areas, face_condition_matrix,
+                             face_ring_areas)
+
+    try:
+        ft = faces if isinstance(faces, FaceTable) else _read_faces(faces, qt)
+        W = face_condition_matrix(ft, qt.coordinates, edges, axis_origin=axis_origin, r_map=rings.r_map)
+        A = condition_areas(ft, qt.coordinates, axis_origin=axis_origin)
+    except FaceTableError as exc:
+        raise ExportInputError(f"{faces if not isinstance(faces, FaceTable) else 'faces'}: {exc}") from exc
+    rel = np.abs(A - qt.areas) / qt.areas
+    if np.any(rel > 1e-9):
+        a = int(np.argmax(rel > 1e-9))
+        raise ExportInputError(
+            f"conditions/tributary_area: condition id {int(qt.ids[a])} has {float(qt.areas[a])!r} m^2 but its face "
+            f"shape function integrates to {float(A[a])!r} m^2 (relative {rel[a]:.3g} > 1e-9): the table and the "
+            f"face table disagree")
+    sums = np.asarray(W.sum(axis=0)).ravel()
+    ring = rings.common_areas
+    scale = np.where(ring > 0, ring, 1.0)
+    Wf = face_ring_areas(ft.vertices, edges, axis_origin=axis_origin, r_map=rings.r_map)
+    common = np.asarray(Wf.sum(axis=0)).ravel()
+    covered = float(common.sum())
+    err = float(np.max(np.abs(sums - common) / scale))
+    log.info("export: conservative point loads on %d %s faces, max column error %.2e", ft.size, ft.kind, err)
+    return _Conservative(faces=ft, W=W.tocsr(), column_sums=sums, column_error=err, face_areas_T=Wf.T.tocsr(),
+                         covered=covered, common_areas=common)
+
+
+def _read_faces(path, qt: QuadratureTable):
+    """A face table file (.npz: vertices (Nf, Kv, 3) m, condition_ids (Nf, Kc)) as a FaceTable."""
+    from .face_loads import FaceTable, FaceTableError
+
+    p = Path(path)
+    try:
+        with np.load(p) as z:
+            verts = np.asarray(z["vertices"], dtype=np.float64)
+            cid = np.asarray(z["condition_ids"], dtype=np.int64)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ExportInputError(f"{p}: cannot read the face table (.npz with vertices, condition_ids): {exc}") from exc
+    order = np.argsort(qt.ids)
+    pos = np.searchsorted(qt.ids[order], cid)
+    pos = np.clip(pos, 0, qt.size - 1)
+    found = qt.ids[order][pos] == cid
+    if not np.all(found):
+        bad = int(cid.ravel()[np.flatnonzero(~found.ravel())[0]])
+        raise FaceTableError(f"condition_ids: condition id {bad} is not in the quadrature table")
+    return FaceTable(vertices=verts, condition_index=order[pos])
+
+
+def write_faces(path: Path | str, faces, ids) -> Path:
+    """Write ``faces`` (FaceTable) as the export's face-table file (.npz, condition ids), atomically."""
+    from .contracts._atomic import atomic_target
+
+    target = Path(path)
+    with atomic_target(target) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, vertices=faces.vertices, condition_ids=np.asarray(ids)[faces.condition_index])
+    return target
 
 
 def _gate(e_F: float, e_J: float, fail_above: float) -> None:

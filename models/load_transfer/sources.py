@@ -14,6 +14,26 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
+
+def check_radial_edges(radial_edges) -> np.ndarray:
+    """Validate ring edges [m]: a finite 1-D array of >= 2 edges, radial_edges[0] >= 0, strictly
+    increasing. Every error names the first offending index and its value(s). Returns float64."""
+    e = np.asarray(radial_edges, dtype=np.float64)
+    if e.ndim != 1 or e.size < 2:
+        raise ValueError(f"radial_edges: must be a 1-D array of >= 2 edges, got shape {e.shape}")
+    bad = np.flatnonzero(~np.isfinite(e))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"radial_edges: must be finite; radial_edges[{k}] = {float(e[k])!r} ({bad.size} non-finite)")
+    if e[0] < 0.0:
+        raise ValueError(f"radial_edges: radial_edges[0] must be >= 0, got {float(e[0])!r}")
+    bad = np.flatnonzero(np.diff(e) <= 0.0)
+    if bad.size:
+        k = int(bad[0]) + 1
+        raise ValueError(f"radial_edges: must be strictly increasing; first at index {k}: radial_edges[{k}] = "
+                         f"{float(e[k])!r} <= radial_edges[{k - 1}] = {float(e[k - 1])!r} ({bad.size} offending edge(s))")
+    return e
+
 PROFILES = ("uniform", "parabolic")
 PULSES = ("constant", "triangular", "rectangular")
 
@@ -22,8 +42,11 @@ def _as_float_array(name: str, value, ndim: int) -> np.ndarray:
     arr = np.asarray(value, dtype=np.float64)
     if arr.ndim != ndim:
         raise ValueError(f"{name}: must be a {ndim}-D array, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name}: must be finite (found NaN or inf)")
+    bad = np.argwhere(~np.isfinite(arr))
+    if bad.size:
+        idx = ", ".join(str(int(i)) for i in bad[0])
+        raise ValueError(f"{name}: must be finite; {name}[{idx}] = {float(arr[tuple(bad[0])])!r} "
+                         f"({len(bad)} non-finite)")
     return arr
 
 
@@ -58,12 +81,7 @@ class RingPressureHistory:
             raise ValueError("time: must span a positive interval (time[-1] > time[0])")
         if np.any(time[2:] == time[:-2]):
             raise ValueError("time: a knot may be repeated at most twice (one jump per instant)")
-        if edges.size < 2:
-            raise ValueError(f"radial_edges: needs at least 2 edges, got {edges.size}")
-        if edges[0] < 0.0:
-            raise ValueError(f"radial_edges: radial_edges[0] must be >= 0, got {edges[0]!r}")
-        if np.any(np.diff(edges) <= 0.0):
-            raise ValueError("radial_edges: must be strictly increasing")
+        check_radial_edges(edges)
         expected = (time.size, edges.size - 1)
         if pressure.shape != expected:
             raise ValueError(f"pressure: shape must be (Nt, Nr) = {expected}, got {pressure.shape}")

@@ -98,6 +98,60 @@ def exact_time_average(time, values, t_edges, *, unloaded_ends: bool = False) ->
     return means.reshape((edges.size - 1,) + trailing)
 
 
+class StreamingTimeAverage:
+    """Exact step means of a piecewise-linear history, one target step at a time.
+
+    For a solver that learns its step [t_n, t_{n+1}] only when it takes it (Kratos' TIME and
+    DELTA_TIME): ``mean(t0, t1)`` returns the same value as ``exact_time_average`` over that one
+    step (knot values (Nt, ...), any trailing shape) at a cost proportional to the knots inside
+    the step: two binary searches and one trapezoid sum over the knots in [t0, t1], never a
+    pass over the whole history. Steps may come in any order (no state but the history).
+
+    time, values, unloaded_ends: as :func:`exact_time_average` (validated once here).
+    """
+
+    def __init__(self, time, values, *, unloaded_ends: bool = False) -> None:
+        t = np.asarray(time, dtype=np.float64)
+        v = np.asarray(values, dtype=np.float64)
+        if t.ndim != 1 or t.size < 2 or not np.all(np.isfinite(t)) or np.any(np.diff(t) < 0.0):
+            raise ValueError("time: must be finite, 1-D, non-decreasing, with >= 2 knots")
+        if v.shape[:1] != t.shape:
+            raise ValueError(f"values: leading dimension must equal len(time)={t.size}, got shape {v.shape}")
+        self.time, self.values, self.unloaded_ends = t, v, bool(unloaded_ends)
+        self.knots_visited = 0  # knots read by the last call (a cost counter for tests)
+
+    def _value(self, x: float, side: str) -> np.ndarray:
+        """The one-sided value at x inside the span (side "right" just after x, "left" just before)."""
+        t, v = self.time, self.values
+        k = int(np.searchsorted(t, x, side=side))
+        k = min(max(k, 1), t.size - 1)
+        w = t[k] - t[k - 1]
+        th = (x - t[k - 1]) / w if w > 0.0 else 0.0
+        return v[k - 1] + th * (v[k] - v[k - 1])
+
+    def mean(self, t0: float, t1: float) -> np.ndarray:
+        """(1 / (t1 - t0)) ∫_{t0}^{t1} p_lin dt, shape values.shape[1:]."""
+        t0, t1 = float(t0), float(t1)
+        if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
+            raise ValueError(f"step: must satisfy t0 < t1 (finite), got [{t0!r}, {t1!r}] s")
+        ts, te = self.time[0], self.time[-1]
+        if not self.unloaded_ends and (t0 < ts or t1 > te):
+            raise OutOfHistoryError(
+                f"step [{t0!r}, {t1!r}] s lies outside the history span [{float(ts)!r}, {float(te)!r}] s; the "
+                f"source does not certify unloaded ends (unloaded_ends=False)")
+        a, b = max(t0, ts), min(t1, te)
+        if b <= a:  # wholly outside an unloaded history
+            self.knots_visited = 0
+            return np.zeros(self.values.shape[1:])
+        lo = int(np.searchsorted(self.time, a, side="right"))
+        hi = int(np.searchsorted(self.time, b, side="left"))
+        tt = np.concatenate([[a], self.time[lo:hi], [b]])
+        vv = np.concatenate([self._value(a, "right")[None], self.values[lo:hi], self._value(b, "left")[None]])
+        self.knots_visited = hi - lo
+        dt = np.diff(tt).reshape((-1,) + (1,) * (vv.ndim - 1))
+        return np.sum(0.5 * dt * (vv[1:] + vv[:-1]), axis=0) / (t1 - t0)
+
+
 def step_edges(t0: float, dt: float, n_steps: int) -> np.ndarray:
     """Uniform step edges t0 + n dt, n = 0..n_steps, s."""
     if not (np.isfinite(dt) and dt > 0.0):

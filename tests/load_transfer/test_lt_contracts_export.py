@@ -214,7 +214,7 @@ def test_export_cli_exit_codes(tmp_path, capsys):
     grid = ["--t0", "1e-6", "--dt", "2e-6", "--steps", "40"]
     assert main([str(src), str(fine), "--out", str(tmp_path / "a"), *grid]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("e_F = ") and " pass  -> " in out and out.strip().endswith("src.kratos-loads.v1.h5")
+    assert out.startswith("e_F = ") and " pass  [sampled]  -> " in out and out.strip().endswith("src.kratos-loads.v1.h5")
     assert main([str(src2), str(coarse), "--out", str(tmp_path / "b"), *grid]) == 1
     assert "FAIL: mapping-only error above 2%" in capsys.readouterr().err
     assert not (tmp_path / "b").exists()

@@ -72,7 +72,7 @@ def test_lt_kratos_dynamic_case(harness_env, tracking_uri):
     assert out.status == "ok", out.message
     assert out.verdict == "pass", (out.metrics, out.gates)
     m = out.metrics
-    assert m["e_F"] < 0.01 and m["e_J"] < 0.01
+    assert m["e_F"] <= 1e-12 and m["e_J"] <= 1e-12  # conservative point loads, read back from Kratos
     for name in ("u_l2_rel_diff", "u_max_rel_diff", "vm_l2_rel_diff"):  # Kratos - FE shrinks with refinement
         assert m[name] < m[f"{name}_coarse"], name
     assert m["u_l2_rel_diff_order"] >= 1.0

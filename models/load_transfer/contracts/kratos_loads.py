@@ -36,7 +36,7 @@ FIXED_ATTRS = {
     "temporal_interpolation": "piecewise-linear",
 }
 CHUNK_BYTES = 2**20
-STREAMED = ("loads/pressure_gauge", "loads/point_force")  # checked in memory block by block when written
+STREAMED = ("loads/pressure_gauge", "loads/point_force", "faces/force")  # checked in memory block by block when written
 
 
 def chunk_rows(nt: int, row_items: int) -> int:
@@ -87,6 +87,8 @@ def write_kratos_loads(
     block_rows: Optional[int] = None,
     validate: str = "structure",
     before_commit: Optional[Callable[[np.ndarray, np.ndarray], None]] = None,
+    faces: Optional[Mapping[str, Any]] = None,
+    common_areas: Optional[Any] = None,
 ) -> KratosWriteStats:
     """Write a kratos-point-loads file by streaming time blocks; return the written diagnostics.
 
@@ -97,6 +99,10 @@ def write_kratos_loads(
     validate: "structure" (do not re-read the streamed loads/* datasets: the writer checks every
     block in memory and derives point_force and target_force from it) or "full". before_commit(target_force, source_force) may
     raise to veto the file (nothing is left on disk).
+    faces: the optional face table (1.1) of the conservative export: ``vertices`` (Nf, Kv, 3) m,
+    ``condition_index`` (Nf, Kc) and ``force(rows) -> (len(rows), Nf)`` N, the exact face integrals,
+    streamed with the loads. common_areas (Nr,) m²: the faces' common area per ring (written
+    source_force = P @ common_areas); default the rings inside disk(r_map).
     """
     spec = load_spec(SCHEMA)
     target = Path(path)
@@ -114,7 +120,8 @@ def write_kratos_loads(
     meta = dict(metadata or {})
     meta["mode"] = mode
     secs: Dict[str, float] = {"compute": 0.0, "write": 0.0}
-    source_force = ring_force(P, edges, r_map)
+    # F_B on the common area: the disk of r_map, or (with a face table) the faces' coverage of it
+    source_force = ring_force(P, edges, r_map) if common_areas is None else P @ np.asarray(common_areas, np.float64)
     target_force = np.empty(nt)
     with atomic_target(target) as tmp:
         with h5py.File(tmp, "w") as f:
@@ -157,6 +164,12 @@ def write_kratos_loads(
             put("conditions/outward_normal", N)
             dp = put("loads/pressure_gauge", shape=(nt, nc))
             df = put("loads/point_force", shape=(nt, nc, 3))
+            dff = None
+            if faces is not None:
+                f.require_group("faces")
+                put("faces/vertices", np.asarray(faces["vertices"], dtype=np.float64))
+                put("faces/condition_index", np.asarray(faces["condition_index"], dtype=np.int64))
+                dff = put("faces/force", shape=(nt, int(np.shape(faces["vertices"])[0])))
             for s in range(0, nt, rows):
                 sl = slice(s, min(nt, s + rows))
                 c0 = _time.perf_counter()
@@ -170,6 +183,14 @@ def write_kratos_loads(
                 c1 = _time.perf_counter()
                 dp[sl] = p
                 df[sl] = fb
+                if dff is not None:  # the face integrals, checked against their conditions' loads in memory
+                    ff = np.asarray(faces["force"](sl), dtype=np.float64)
+                    split = (p * A)[:, faces["condition_index"]].sum(axis=-1)
+                    scale = float(np.max(np.abs(ff), initial=0.0))
+                    if not float(np.max(np.abs(split - ff), initial=0.0)) <= 1e-12 * scale:
+                        raise ValueError(f"faces/force: the conditions of a face do not sum to its exact integral "
+                                         f"(time rows {sl.start}..{sl.stop - 1})")
+                    dff[sl] = ff
                 secs["compute"] += c1 - c0
                 secs["write"] += _time.perf_counter() - c1
             put("diagnostics/source_force", source_force)

@@ -89,7 +89,40 @@ def _rel_normal_force(read: Reader, attrs: Mapping, shape: tuple, *, rows: int) 
         yield sl.start, normal_force(read("force", sl), normal)
 
 
+def _rel_exact_face_force(read: Reader, attrs: Mapping, shape: tuple, *, rows: int) -> Iterator:
+    """faces/force = P @ |face ∩ ring ∩ disk(r_map)|^T, the overlaps recomputed from faces/vertices."""
+    from ..face_loads import face_ring_areas
+
+    Wf = face_ring_areas(read("vertices", slice(None)), read("edges", slice(None)),
+                         axis_origin=(float(attrs["x0"]), float(attrs["y0"])), r_map=float(attrs["r_map"]))
+    for sl in _blocks(shape[0], rows):
+        yield sl.start, np.asarray(Wf @ read("pressure", sl).T).T
+
+
+def _rel_ring_force_faces(read: Reader, attrs: Mapping, shape: tuple, *, rows: int) -> Iterator:
+    """F_B on the common area of the faces: P @ Σ_f |face ∩ ring_i ∩ disk(r_map)| (a partial surface)."""
+    from ..face_loads import face_ring_areas
+
+    common = np.asarray(face_ring_areas(read("vertices", slice(None)), read("edges", slice(None)),
+                                        axis_origin=(float(attrs["x0"]), float(attrs["y0"])),
+                                        r_map=float(attrs["r_map"])).sum(axis=0)).ravel()
+    for sl in _blocks(shape[0], rows):
+        yield sl.start, read("pressure", sl) @ common
+
+
+def _rel_face_sum(read: Reader, attrs: Mapping, shape: tuple, *, rows: int) -> Iterator:
+    """faces/force = Σ over each face's conditions of p_a A_a (the split partitions the face integral)."""
+    area = read("area", slice(None))
+    idx = read("index", slice(None))
+    for sl in _blocks(shape[0], rows):
+        load = read("pressure", sl) * area
+        yield sl.start, load[:, idx].sum(axis=-1)
+
+
 RELATIONS: Dict[str, Relation] = {
+    "exact_face_force": _rel_exact_face_force,
+    "face_sum_of_condition_loads": _rel_face_sum,
+    "ring_force_common_faces": _rel_ring_force_faces,
     "trapezoid_in_time": _rel_trapezoid,
     "ring_force": _rel_ring_force,
     "ring_force_common_disk": _rel_ring_force_common,

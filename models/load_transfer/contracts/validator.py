@@ -254,7 +254,13 @@ class _Validator:
         self.check_dimensions()
         for name, item in self.spec.datasets.items():
             if "derived" in item and name in self.f and name not in self.bad:
-                self.check_derived(name, item["derived"])
+                rules = item["derived"] if isinstance(item["derived"], list) else [item["derived"]]
+                for rule in rules:  # a dataset may be tied to its inputs by several relations
+                    unless, when = rule.get("unless"), rule.get("when")
+                    if (unless and unless in self.f) or (when and when not in self.f):
+                        continue  # the rule that applies depends on an optional dataset (e.g. faces/*)
+                    if name not in self.bad:
+                        self.check_derived(name, rule)
         self.r.unknown = self.unknown_datasets()
 
     def check_version(self) -> Optional[Tuple[int, int, int]]:

@@ -1,8 +1,8 @@
 """Finite-element cross-check of the Kratos MPM load-transfer case: one small interface, backends.
 
 ``make_fe_solver(body, backend="skfem")`` returns an :class:`~.base.FESolver`. The scikit-fem
-backend is always available; a dolfinx backend can implement the same interface where FEniCSx is
-installed (it is not installable from the package index here).
+backend is always available; ``backend="dolfinx"`` runs Debian's DOLFINx 0.5 on the system
+interpreter in its own process (``dolfinx_backend``; ``apt-get install -y python3-dolfinx``).
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import numpy as np
 FORMULATIONS = ("axisymmetric", "plane_strain")
 BACKENDS: Dict[str, str] = {
     "skfem": "models.load_transfer.fe.skfem_backend:SkfemSolver",
-    # "dolfinx": "models.load_transfer.fe.dolfinx_backend:DolfinxSolver"  (where FEniCSx is installed)
+    "dolfinx": "models.load_transfer.fe.dolfinx_backend:DolfinxSolver",  # Debian DOLFINx, separate process
 }
 
 

@@ -108,6 +108,13 @@ class SkfemSolver:
         disp = np.stack([val[0].ravel(), val[1].ravel()], axis=1)
         return FEField(x=x.copy(), u=disp, stress=stress, weight=self._wq.copy())
 
+    def base_reaction(self, u: np.ndarray) -> float:
+        """Axial reaction of the support y = 0 [N]: Σ (K u)_i over its fixed y dofs (the total ring
+        force in an axisymmetric model), positive when the base pushes up (a compressed body)."""
+        nd = self.basis.nodal_dofs
+        base = nd[1][self.mesh.p[1] <= 1e-12 * max(self.body.radius, self.body.height)]
+        return float(np.sum((self.K @ u)[base]))
+
     # -- solves --------------------------------------------------------------------------
     def static(self, points: np.ndarray, forces: np.ndarray) -> FEField:
         f = self.nodal_forces(self.load_matrix(points), np.asarray(forces)[None])[0]

@@ -131,3 +131,16 @@ def match_conditions(file_ids: np.ndarray, file_points: np.ndarray, model_points
         raise LoadsFileError(f"conditions: Kratos point-load condition at {mp[miss].tolist()} m matches no file "
                              f"condition ({fp.shape[0]} file vs {mp.shape[0]} model conditions)")
     return idx
+
+
+def read_cartesian_loads(path: Path | str) -> MeridianLoads:
+    """Validate and read ``path`` for a 3-D model: points (Nc, 3) m, normals (Nc, 3), forces (Nt, Nc, 3) N."""
+    d = read_kratos_loads(path)
+    return MeridianLoads(
+        path=Path(path), ids=np.asarray(d["conditions/ids"], dtype=np.int64),
+        points=np.asarray(d["conditions/coordinates_initial"], dtype=np.float64),
+        normals=np.asarray(d["conditions/outward_normal"], dtype=np.float64),
+        time=np.asarray(d["source/time"], dtype=np.float64),
+        forces=np.asarray(d["loads/point_force"], dtype=np.float64),
+        source_force=np.asarray(d["diagnostics/source_force"], dtype=np.float64),
+        case_id=str(d["attrs"].get("case_id", "")))

@@ -55,14 +55,15 @@ class PointLoadProcess(K.Process):
         self.conditions = part.Conditions
         self.cond_list = list(part.Conditions)
         pi = self.mpm_part.ProcessInfo
-        x = gauss_values(self.conditions, MPM.MPC_COORD, pi, 2)
+        self.dim = int(self.loads.points.shape[1])  # 2 (meridian) or 3 (a 3-D model)
+        x = gauss_values(self.conditions, MPM.MPC_COORD, pi, self.dim)
         self.order = match_conditions(self.loads.ids, self.loads.points, x, tol=self.match_tol)
         # model condition k gets file condition inv[k]
         self.inv = np.empty_like(self.order)
         self.inv[self.order] = np.arange(self.order.size)
         self.x0 = x
         self.t_prev = float(pi[K.TIME])
-        self._f = np.zeros((len(self.cond_list), 2))
+        self._f = np.zeros((len(self.cond_list), self.dim))
         log.info("matched %d point-load conditions one to one", self.order.size)
 
     # -- every step ----------------------------------------------------------------------
@@ -72,9 +73,11 @@ class PointLoadProcess(K.Process):
         t0 = self.t_prev
         f_file, fb = self.loads.step_average(t0, t1)  # file order
         f_model = f_file[self.inv]
-        for cond, (fx, fy) in zip(self.cond_list, f_model.tolist()):  # the Kratos API sets one condition at a time
-            cond.SetValuesOnIntegrationPoints(MPM.POINT_LOAD, [K.Array3([fx, fy, 0.0])], pi)
-        applied = gauss_values(self.conditions, MPM.POINT_LOAD, pi, 2)[self.order]  # back to file order
+        f3 = np.zeros((f_model.shape[0], 3))
+        f3[:, :self.dim] = f_model
+        for cond, f in zip(self.cond_list, f3.tolist()):  # the Kratos API sets one condition at a time
+            cond.SetValuesOnIntegrationPoints(MPM.POINT_LOAD, [K.Array3(f)], pi)
+        applied = gauss_values(self.conditions, MPM.POINT_LOAD, pi, self.dim)[self.order]  # back to file order
         fm = self.loads.normal_force(applied)
         dt = t1 - t0
         self._J_B += fb * dt
@@ -102,7 +105,7 @@ class PointLoadProcess(K.Process):
 
     def ExecuteFinalizeSolutionStep(self):
         pi = self.mpm_part.ProcessInfo
-        x = gauss_values(self.conditions, MPM.MPC_COORD, pi, 2)[self.order]
+        x = gauss_values(self.conditions, MPM.MPC_COORD, pi, self.dim)[self.order]
         u = x - self.x0[self.order]
         prev = self.records["u_points"][-1] if self.records["u_points"] else np.zeros_like(u)
         self._W += float(np.einsum("ij,ij->", self._f, u - prev))

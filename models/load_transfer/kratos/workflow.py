@@ -1,6 +1,7 @@
 """The whole Kratos load-transfer case as plain functions (the harness adapter only wires them).
 
 source (wall-loads v1 file) -> top-face quadrature table (ring areas on the theta = 0 meridian)
+and, on the conservative path, its face table (one annulus face per grid edge)
 -> cavitation-kratos-export (kratos-point-loads v1 file, mapping gate) -> Kratos MPM run with the
 point-load process -> the same body, material and step loads in the FE backend -> comparison.
 """
@@ -88,15 +89,49 @@ def top_face_table(body: ElasticBody, *, first_id: int = 1) -> pd.DataFrame:
                          "nx": np.zeros(n), "ny": np.zeros(n), "nz": np.ones(n)})
 
 
+def top_face_faces(body: ElasticBody, *, first_id: int = 1):
+    """(table, FaceTable) of the top face for the CONSERVATIVE path: one annulus face per grid edge
+    with its 2 Gauss-point conditions (the same points and areas as :func:`top_face_table`)."""
+    from ..face_loads import axisymmetric_face_table
+
+    if body.formulation != "axisymmetric":
+        raise ValueError(f"formulation: conservative point loads need the axisymmetric body, got {body.formulation!r}"
+                         f" (use point_loads=sampled)")
+    xs, _ = body.grid_lines()
+    return axisymmetric_face_table(xs, body.height, points_per_face=2, first_id=first_id)
+
+
 def export_loads(wall_loads: Path, table: pd.DataFrame, spec: MPMSpec, out_dir: Path, *, mode: str,
-                 fail_above: float = 0.02, metadata: Optional[Dict[str, Any]] = None):
-    """cavitation-kratos-export onto the Kratos step grid of ``spec`` (returns ExportResult)."""
+                 fail_above: float = 0.02, metadata: Optional[Dict[str, Any]] = None, faces: Any = None):
+    """cavitation-kratos-export onto the Kratos step grid of ``spec`` (returns ExportResult).
+
+    faces: the FaceTable of ``table`` (conservative path); None samples the ring averages."""
     from ..export import export_kratos_loads
 
     meta = {"exporter_commit": "models.load_transfer.export", "command": "models.load_transfer.kratos.workflow"}
     meta.update(metadata or {})
     return export_kratos_loads(wall_loads, table, step_edges(spec.t0, spec.dt, spec.n_steps), out_dir, mode=mode,
-                               fail_above=fail_above, metadata=meta)
+                               fail_above=fail_above, metadata=meta, faces=faces)
+
+
+def ring_errors(body: ElasticBody, radial_edges) -> Dict[str, np.ndarray]:
+    """Per-ring force error of both paths on the top face, (Σ_a share of ring i − A_i) / A_i.
+
+    conservative: the column sums of the face-integrated operator W; sampled: the tributary areas
+    of the conditions whose point lies in ring i (the ring value times the area sampling).
+    """
+    from ..debug_map import point_rings
+    from ..face_loads import face_condition_matrix
+
+    edges = np.asarray(radial_edges, dtype=np.float64)
+    table, faces = top_face_faces(body)
+    xyz = table[["x0", "y0", "z0"]].to_numpy()
+    A = np.pi * np.diff(edges**2)
+    W = face_condition_matrix(faces, xyz, edges)
+    rings = point_rings(xyz, edges)
+    ok = rings.index >= 0
+    sampled = np.bincount(rings.index[ok], weights=table["tributary_area"].to_numpy()[ok], minlength=A.size)
+    return {"conservative": (np.asarray(W.sum(axis=0)).ravel() - A) / A, "sampled": (sampled - A) / A}
 
 
 def step_forces(loads: MeridianLoads, spec: MPMSpec) -> np.ndarray:
