@@ -14,7 +14,7 @@ gated by ``study.validation.band`` on |E| / u_val. Everything goes to the parent
 ``study/validation.png`` (S and D with error bars; E with its ±k·u_val band).
 
 How the samples become a sweep: :func:`plan_sweep` (called by the study callback in the
-launching process, before any job) swaps Hydra's basic sweeper for ``hydra_plugins.harness_sample_sweeper.SampleSweeper``,
+launching process, before any job) swaps Hydra's basic sweeper for :class:`harness.sample_sweeper.SampleSweeper`,
 which gives every job of the basic sweep one set of plain overrides per point and sample
 (``case.params.v_n=0.5 source.E=6.31e10 ... +validation_sample={point:v1,index:0}``), so each
 job's config carries its own values and any launcher (basic, joblib, Ray, Slurm) runs it.
@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_KEY = "validation_sample"
 COMPUTED = ("ok", "tracking_error")
-SWEEPER = "hydra_plugins.harness_sample_sweeper.SampleSweeper"
 
 
 # -- reference data -----------------------------------------------------------------------------
@@ -175,11 +174,9 @@ def plan_sweep(config: DictConfig) -> int:
     sweeper = OmegaConf.select(config, "hydra.sweeper._target_")
     if sweeper != "hydra._internal.core_plugins.basic_sweeper.BasicSweeper":
         raise HarnessInputError(f"hydra.sweeper: a validation study needs the basic sweeper, got {sweeper}")
-    from hydra.core.plugins import Plugins
+    from harness.sample_sweeper import register
 
-    if SWEEPER not in Plugins.instance().class_name_to_class:
-        raise HarnessInputError(f"hydra.sweeper: the plugin {SWEEPER} is not importable; install the project "
-                                "(pip install -e .), which ships hydra_plugins/harness_sample_sweeper")
+    sweeper_name = register()
     samples = lhs_samples(inputs, int(v.n_samples), int(v.seed))
     jobs = []
     for _, row in ref.drop_duplicates("point").iterrows():
@@ -192,7 +189,7 @@ def plan_sweep(config: DictConfig) -> int:
         own = config.hydra.sweeper.get("params")
         params = OmegaConf.to_container(own, resolve=False) if own is not None else {}
         config.hydra.sweeper = OmegaConf.create({
-            "_target_": SWEEPER, "max_batch_size": config.hydra.sweeper.get("max_batch_size"),
+            "_target_": sweeper_name, "max_batch_size": config.hydra.sweeper.get("max_batch_size"),
             "params": params, "samples": jobs})
     log.info("validation: %d jobs (points x %d samples) per basic-sweep job", len(jobs), int(v.n_samples))
     return len(jobs)

@@ -1,7 +1,9 @@
-"""Hydra sweeper plugin of the harness's validation studies (``harness.validation``).
+"""Hydra sweeper of the harness's validation studies (``harness.validation``).
 
-Hydra only instantiates sweepers defined in the ``hydra_plugins`` namespace, so the class lives
-here. It is Hydra's basic sweeper with every job of the basic sweep repeated once per sample:
+Hydra only instantiates sweepers registered under a ``hydra_plugins.`` name. The design card
+fixes the project's top level, so instead of a ``hydra_plugins/`` package the class lives here
+and :func:`register` enters it in Hydra's plugin registry under :data:`NAME` (the study callback
+calls it in the launching process, before Hydra instantiates the sweeper). It is Hydra's basic sweeper with every job of the basic sweep repeated once per sample:
 the job's overrides are those of the basic sweep plus the sample's own (a zip over samples, not
 a product over keys). ``harness.validation.plan_sweep`` selects it for ``study.kind: validation``.
 """
@@ -10,6 +12,9 @@ from __future__ import annotations
 from typing import Any, List, Optional, Sequence
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+
+NAME = "hydra_plugins.harness_sample_sweeper.SampleSweeper"
 
 
 class SampleSweeper(BasicSweeper):
@@ -26,3 +31,11 @@ class SampleSweeper(BasicSweeper):
         if max_batch_size is None:
             return [jobs]
         return [list(c) for c in BasicSweeper.split_overrides_to_chunks(jobs, max_batch_size)]
+
+
+def register() -> str:
+    """Enter :class:`SampleSweeper` in Hydra's plugin registry; returns its registered name."""
+    from hydra.core.plugins import Plugins
+
+    Plugins.instance().class_name_to_class.setdefault(NAME, SampleSweeper)
+    return NAME
