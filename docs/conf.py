@@ -28,6 +28,7 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build", "**/README.md"]
 html_theme = "furo"
 html_title = "mechanics-harness"
+smartquotes = False  # descriptions and commands appear verbatim (a user copies them)
 myst_enable_extensions = ["colon_fence", "dollarmath"]
 myst_heading_anchors = 3
 autodoc_member_order = "bysource"

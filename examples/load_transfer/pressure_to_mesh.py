@@ -11,7 +11,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 
 from models.load_transfer import ConservativePressureOperator, analytic_ring_history, disk_mesh, exact_force  # noqa: E402
 

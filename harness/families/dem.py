@@ -84,6 +84,9 @@ class ImpactParams:
     incidence_deg: Optional[float] = None  # oblique: angle from the normal, sets v_t
     v_n_check: Optional[float] = None  # target: a second impact speed (velocity independence)
     allow_large_dt: bool = False
+    # {E, nu, density} of body 2 (target sphere) or of an elastic wall (target wall); None = the
+    # source's material (sphere) or a rigid wall. Two materials use Hertz's effective E*, R*, m*.
+    material2: Optional[Dict[str, float]] = None
 
 
 @dataclass
@@ -164,6 +167,15 @@ def _params(cfg: DictConfig):
     return OmegaConf.to_object(merged)
 
 
+def _material2(spec: Dict[str, float]):
+    from models.dem.materials import DEMInputError, Material
+
+    unknown = sorted(set(spec) - {"E", "nu", "density"})
+    if unknown or len(spec) != 3:
+        raise DEMInputError(f"material2: give exactly E, nu and density, got {sorted(spec)}")
+    return Material(float(spec["E"]), float(spec["nu"]), float(spec["density"]))
+
+
 def _material(cfg: DictConfig):
     from hydra.utils import instantiate
 
@@ -235,11 +247,13 @@ def _run_impact(cfg, ctx, p: ImpactParams) -> CaseResult:
     if p.incidence_deg is not None:
         v_t = p.v_n * math.tan(math.radians(p.incidence_deg))
     law = _dem_errors(_law, p.law)
-    m2, R2 = (None, None) if p.target == "wall" else (mat, p.radius2)
-    ref, (Es, Rs, ms) = _dem_errors(elastic_reference, mat, p.radius, m2, R2, p.v_n, law)
+    other = None if p.material2 is None else _dem_errors(_material2, p.material2)
+    m2, R2 = (None, None) if p.target == "wall" else (other or mat, p.radius2)
+    wall_mat = other if p.target == "wall" else None
+    ref, (Es, Rs, ms) = _dem_errors(elastic_reference, mat, p.radius, m2, R2, p.v_n, law, wall_material=wall_mat)
     dt = _dt(cfg, ref.duration)
     kw = dict(v_n=p.v_n, law=law, v_t=v_t, omega1=p.omega1, dt=dt, integrator=_stepper_name(cfg),
-              record=True, allow_large_dt=p.allow_large_dt)
+              record=True, allow_large_dt=p.allow_large_dt, wall_material=wall_mat)
     with ctx.stage("simulate"):
         r = _dem_errors(binary_impact, mat, p.radius, m2, R2, **kw)
     metrics: Dict[str, float] = {"duration": r.duration, "max_overlap": r.max_overlap, "max_force": r.max_force,

@@ -34,7 +34,12 @@ def hermite(xi: np.ndarray, le: float) -> np.ndarray:
 
 
 def hermite_dx(xi: np.ndarray, le: float) -> np.ndarray:
-    """d/dx of the Hermite shape functions [1/m for w DOFs, 1 for θ DOFs]."""
+    """d/dx of the Hermite shape functions [1/m for w DOFs, 1 for θ DOFs].
+
+    >>> import numpy as np
+    >>> hermite_dx(np.array([0.0]), 0.5).round(12)     # w' at the left node is the rotation DOF
+    array([[0., 1., 0., 0.]])
+    """
     xi = np.asarray(xi, dtype=np.float64)
     x2 = xi * xi
     return np.stack([(-6.0 * xi + 6.0 * x2) / le, 1.0 - 4.0 * xi + 3.0 * x2,
@@ -42,7 +47,12 @@ def hermite_dx(xi: np.ndarray, le: float) -> np.ndarray:
 
 
 def hermite_dxx(xi: np.ndarray, le: float) -> np.ndarray:
-    """d²/dx² of the Hermite shape functions."""
+    """d²/dx² of the Hermite shape functions.
+
+    >>> import numpy as np
+    >>> float(hermite_dxx(np.array([0.5]), 2.0).sum())  # curvature of a rigid motion is zero
+    0.0
+    """
     xi = np.asarray(xi, dtype=np.float64)
     return np.stack([(-6.0 + 12.0 * xi) / le**2, (-4.0 + 6.0 * xi) / le,
                      (6.0 - 12.0 * xi) / le**2, (-2.0 + 6.0 * xi) / le], axis=-1)

@@ -13,7 +13,12 @@ _REGISTRY: Dict[str, type] = {}
 
 
 def register(name: str) -> Callable[[Type[T]], Type[T]]:
-    """Class decorator: make ``cls`` available under ``name``."""
+    """Class decorator: make ``cls`` available under ``name``.
+
+    >>> from models.integrators import available
+    >>> "cvode_bdf" in available()                  # modules register their classes on import
+    True
+    """
 
     def deco(cls: Type[T]) -> Type[T]:
         if name in _REGISTRY and _REGISTRY[name] is not cls:
@@ -39,5 +44,9 @@ def get(name: str) -> type:
 
 
 def available() -> List[str]:
-    """Sorted names of every registered integrator (``cvode_bdf``, ``ros2``, ...)."""
+    """Sorted names of every registered integrator (``cvode_bdf``, ``ros2``, ...).
+
+    >>> {"cvode_bdf", "ros2", "ros2_adaptive", "scipy_radau", "velocity_verlet"} <= set(available())
+    True
+    """
     return sorted(_REGISTRY)

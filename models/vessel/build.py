@@ -13,7 +13,11 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 def resolve_data_file(path: str | Path) -> Path:
     """A relative data-file path is taken from the working directory if the file is there,
-    else from the project root (where the shipped ``models/vessel/data/*.yaml`` live)."""
+    else from the project root (where the shipped ``models/vessel/data/*.yaml`` live).
+
+    >>> resolve_data_file("models/vessel/data/tanker.yaml").name
+    'tanker.yaml'
+    """
     p = Path(path)
     if p.is_absolute():
         return p

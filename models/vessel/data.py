@@ -160,7 +160,13 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Optional[Mapping[str, Any
 
 
 def load(path: str | Path, overrides: Optional[Mapping[str, Any]] = None) -> VesselData:
-    """Read, override (dotted keys) and validate a vessel-v1 YAML file."""
+    """Read, override (dotted keys) and validate a vessel-v1 YAML file.
+
+    >>> from models.vessel.build import resolve_data_file
+    >>> d = load(resolve_data_file("models/vessel/data/tanker.yaml"), {"rho_water": 1000.0})
+    >>> d.name, d.rho_water
+    ('tanker180', 1000.0)
+    """
     p = Path(path)
     try:
         with open(p, "r", encoding="utf-8") as fh:

@@ -164,7 +164,16 @@ def check_total_mass(total: np.ndarray, where: str) -> None:
 
 
 def validate(data: Any, where: str = "<vessel data>") -> Dict[str, Any]:
-    """Validate parsed vessel data; return it with numbers as float64 arrays."""
+    """Validate parsed vessel data; return it with numbers as float64 arrays.
+
+    A bad field raises :class:`VesselDataError` naming the source, the field and the rule.
+
+    >>> try:
+    ...     validate({"schema": "vessel-v1"}, "my_vessel.yaml")
+    ... except VesselDataError as exc:
+    ...     print(str(exc).split(":")[0])
+    my_vessel.yaml
+    """
     if not isinstance(data, Mapping):
         _fail(where, "<root>", "must be a mapping")
     out = _check_fields(data, load_spec()["fields"], where)

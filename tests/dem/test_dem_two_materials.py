@@ -95,3 +95,24 @@ def test_incidence_angle_and_tangential_restitution_in_the_sliding_regime():
     assert r.tangential_ratio == pytest.approx(1 - mu * (1 + e) * v_n / v_t, rel=2e-3)
     assert r.tangential_restitution == pytest.approx(-(1 - 3.5 * mu * (1 + e) * v_n / v_t), rel=2e-3)
     assert 0 < r.rebound_angle_deg < 60.0
+
+
+@pytest.mark.parametrize("case", ["dem/hertz_two_materials", "dem/hertz_elastic_wall"])
+def test_two_material_cases_pass(harness_env, case):
+    from harness.api import run_case
+
+    out = run_case(case, overrides=["tracking.enabled=false"])
+    assert out.verdict == "pass", (out.metrics, out.gates)
+    assert out.metrics["e_duration"] < 1e-4 and out.metrics["e_force"] < 1e-4
+
+
+@pytest.mark.parametrize("override, message", [
+    ("+case.params.material2.G=1.0e9", "material2: give exactly E, nu and density"),
+    ("case.params.material2.density=-5", "density: must be finite and > 0, got -5.0"),
+])
+def test_two_material_case_refuses_a_bad_second_material(harness_env, override, message):
+    from harness.api import run_case
+
+    out = run_case("dem/hertz_two_materials", overrides=["tracking.enabled=false", override])
+    assert out.status == "invalid" and out.exit_code == 2
+    assert message in out.message, out.message

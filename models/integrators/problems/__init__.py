@@ -75,7 +75,11 @@ def get_problem(name: str, **params: Any) -> TestProblem:
 
 
 def available_problems() -> List[str]:
-    """Sorted names of the test problems (HIRES, ROBER, Van der Pol, ... and closed forms)."""
+    """Sorted names of the test problems (HIRES, ROBER, Van der Pol, ... and closed forms).
+
+    >>> "rober" in available_problems() and "hires" in available_problems()
+    True
+    """
     _load()
     return sorted(_FACTORIES)
 
