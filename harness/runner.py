@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import socket
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ class Outcome:
     status: str = STATUS_OK  # ok / invalid / error / tracking_error
     message: Optional[str] = None
     key_metrics: List[str] = field(default_factory=list)
+    regression: Optional[Dict[str, Any]] = None  # harness.baseline.judge: status, per-metric verdicts
 
     @property
     def exit_code(self) -> int:
@@ -52,13 +54,17 @@ class Outcome:
             return G.EXIT_INPUT
         if self.status == STATUS_ERROR:
             return G.EXIT_FAIL
-        return G.exit_code(self.verdict)
+        from harness.baseline import regression_exit_code
+
+        return max(G.exit_code(self.verdict), regression_exit_code(self.regression))
 
     def line(self) -> str:
         """The one line the CLI prints for this case."""
         shown = [f"{k}={_fmt(self.metrics[k])}" for k in self.key_metrics if k in self.metrics]
         parts = [self.case, self.verdict.upper() if self.status == STATUS_OK else self.status.upper(),
                  *shown, f"run={self.mlflow_run_id or '-'}"]
+        if self.regression and self.regression.get("status") == "regression":
+            parts.append("REGRESSION(" + ",".join(self.regression.get("regressed", [])) + ")")
         if self.message:
             parts.append(f"({self.message})")
         return "  ".join(parts)
@@ -66,7 +72,8 @@ class Outcome:
     def as_dict(self) -> Dict[str, Any]:
         return {"case": self.case, "verdict": self.verdict, "metrics": self.metrics,
                 "gates": self.gates, "run_dir": str(self.run_dir), "mlflow_run_id": self.mlflow_run_id,
-                "status": self.status, "message": self.message, "exit_code": self.exit_code}
+                "status": self.status, "message": self.message, "exit_code": self.exit_code,
+                "regression": self.regression}
 
 
 def _fmt(v: float) -> str:
@@ -118,8 +125,14 @@ def gate_bands(cfg: DictConfig):
 
 
 def run_case_config(cfg: DictConfig, run_dir: Path, *, command: Sequence[str] = (),
-                    overrides: Sequence[str] = (), parent_run_id: Optional[str] = None) -> Outcome:
-    """Run the composed case ``cfg`` in ``run_dir`` and record it; never raises for a gate."""
+                    overrides: Sequence[str] = (), parent_run_id: Optional[str] = None,
+                    run_name: Optional[str] = None) -> Outcome:
+    """Run the composed case ``cfg`` in ``run_dir`` and record it; never raises for a gate.
+
+    run_name: the MLflow run name; default the case name, or for a child of a sweep its
+    overrides (:func:`harness.reports.notes.child_run_name`).
+    """
+    start_ms = int(time.time() * 1000)  # the MLflow run's real start
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(run_dir=run_dir)
@@ -162,12 +175,21 @@ def run_case_config(cfg: DictConfig, run_dir: Path, *, command: Sequence[str] = 
                       gates={k: g.verdict for k, g in gate_results.items()}, run_dir=run_dir,
                       status=status, message=message, key_metrics=key_metrics)
     config_sha = config_hash(resolved) if resolved else ""
+    if status == STATUS_OK:
+        from harness.baseline import judge_outcome
+
+        with ctx.stage("regression"):
+            outcome.regression = judge_outcome(cfg, outcome, config_sha)
     with ctx.stage("figures"):
         ctx.outputs.extend(p.resolve() for p in _figures(cfg, run_dir))
     git = git_state()  # once per run: the manifest and the MLflow tags carry the same state
     with ctx.stage("records"):
         _write_records(ctx, outcome, result, gate_results, resolved, config_sha, command, overrides, git)
-    _track(cfg, resolved, outcome, result, config_sha, parent_run_id, git)
+    from harness.reports.notes import child_run_name, run_note
+
+    name = run_name or (child_run_name(case_name, overrides) if parent_run_id else case_name)
+    _track(cfg, resolved, outcome, result, config_sha, parent_run_id, git, run_name=name, start_ms=start_ms,
+           note=run_note(cfg, outcome, gate_results))
     atomic_write_text(run_dir / "outcome.json", json.dumps(outcome.as_dict(), indent=2, default=_json_default))
     return outcome
 
@@ -209,7 +231,8 @@ TRACKING_FILE = "tracking.json"
 
 
 def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, config_sha: str,
-           parent_run_id: Optional[str], git: Dict[str, Any]) -> None:
+           parent_run_id: Optional[str], git: Dict[str, Any], *, run_name: str, start_ms: Optional[int] = None,
+           note: str = "") -> None:
     """Record the run in MLflow, then write ``tracking.json`` (state ``sent`` or ``unsent``).
 
     ``tracking.json`` holds what a later upload needs beyond the run directory's records:
@@ -226,19 +249,26 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
     tags.update({f"gate.{k}": v for k, v in outcome.gates.items()})
     if outcome.message:
         tags["message"] = outcome.message[:5000]
+    from harness.baseline import regression_metrics, regression_tags
+
+    tags.update(regression_tags(outcome.regression))
+    if note:
+        tags["mlflow.note.content"] = note
     record = {"state": "unsent", "uri": str(tcfg.uri), "artifact_root": tcfg.get("artifact_root"),
-              "experiment": tracking.experiment_name(str(tcfg.experiment_prefix), family),
-              "run_name": outcome.case, "tags": tags, "parent_run_id": parent_run_id,
+              "experiment": str(tcfg.get("experiment") or tracking.experiment_name(str(tcfg.experiment_prefix), family)),
+              "run_name": run_name, "tags": tags, "parent_run_id": parent_run_id,
               "status": "FINISHED" if outcome.status == STATUS_OK else "FAILED",
               "run_uid": tracking.new_run_uid(), "run_id": None, "error": None,
               "worker": {"host": socket.gethostname(), "pid": os.getpid()}}
-    params = tracking.flatten({k: v for k, v in resolved.items() if k not in ("hydra",)})
+    params = tracking.flatten({k: v for k, v in resolved.items() if k not in ("hydra", "suite")})
     try:
         outcome.mlflow_run_id = tracking.record_run(
             uri=record["uri"], artifact_root=record["artifact_root"], experiment=record["experiment"],
-            run_name=outcome.case, params=params, metrics=tracking.run_metrics(outcome.metrics, outcome.gates),
+            run_name=run_name, params=params,
+            metrics={**tracking.run_metrics(outcome.metrics, outcome.gates), **regression_metrics(outcome.regression)},
             series=result.series, tags=tags, artifacts_dir=outcome.run_dir, status=record["status"],
-            parent_run_id=parent_run_id, timeout_s=float(tcfg.timeout_s), run_uid=record["run_uid"])
+            parent_run_id=parent_run_id, timeout_s=float(tcfg.timeout_s), run_uid=record["run_uid"],
+            start_ms=start_ms, end_ms=int(time.time() * 1000))
         record.update(state="sent", run_id=outcome.mlflow_run_id)
     except tracking.TrackingError as exc:
         record["error"] = str(exc)
