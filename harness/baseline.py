@@ -22,12 +22,13 @@ Convention (other modules and generic cases rely on it):
 * **Judging** (every case run with tracking on, :func:`judge_outcome`): the accepted run of
   the same case (tag ``case``) and the same config hash (tag ``config_sha256``) with the
   latest ``accepted_ms`` is the baseline. Per metric present in both, except timings
-  (``gate.regression.timing_patterns``) unless a band names them: the baseline value, the
+  (``gate.regression.timing_patterns``; every metric of a case tagged ``bench``) unless a
+  band names them: the baseline value, the
   relative change (value - baseline) / |baseline| and a verdict, ``pass`` if
   |value - baseline| <= rel |baseline| + abs, else ``regression`` (bands: ``analytic_rel``
   / ``analytic_abs`` for cases tagged ``analytic``, ``rel`` / ``abs`` otherwise,
-  ``gate.regression.bands.<metric>`` for one metric). A metric of the baseline that the
-  run no longer produces is a regression. Statuses: ``ok``, ``regression``,
+  ``gate.regression.bands.<metric>`` for one metric). A metric the baseline lacks is new,
+  not compared (a gated metric the run lost fails its gate). Statuses: ``ok``, ``regression``,
   ``no_baseline`` (the case was never accepted), ``config_changed`` (accepted, but not
   with this config hash: no comparable baseline, never a regression), ``off`` (tracking
   off), ``unknown`` (the store could not be searched).
@@ -67,13 +68,13 @@ OK, REGRESSION, NO_BASELINE, CONFIG_CHANGED, OFF, UNKNOWN = (
 
 
 # ----------------------------------------------------------------------------- judging
-def _band_for(metric: str, reg: Mapping[str, Any], analytic: bool) -> Optional[Dict[str, float]]:
-    """The band of one metric, or None when it is not compared (a timing, or excluded)."""
+def _band_for(metric: str, reg: Mapping[str, Any], analytic: bool, bench: bool = False) -> Optional[Dict[str, float]]:
+    """The band of one metric, or None when it is not compared (a timing, a benchmark's, or excluded)."""
     bands = reg.get("bands") or {}
     if metric in bands:
         b = bands[metric] or {}
         return {"rel": float(b.get("rel", 0.0) or 0.0), "abs": float(b.get("abs", 0.0) or 0.0)}
-    if any(fnmatch.fnmatchcase(metric, p) for p in reg.get("exclude") or []):
+    if bench or any(fnmatch.fnmatchcase(metric, p) for p in reg.get("exclude") or []):
         return None
     if any(fnmatch.fnmatchcase(metric, p) for p in reg.get("timing_patterns") or []):
         return None
@@ -92,21 +93,21 @@ def rel_change(value: float, base: float) -> float:
 
 
 def compare_metrics(metrics: Mapping[str, float], base: Mapping[str, float], reg: Mapping[str, Any],
-                    analytic: bool) -> Dict[str, Dict[str, Any]]:
-    """Per compared metric: value, baseline, rel_change, band, verdict (pass / regression)."""
+                    analytic: bool, bench: bool = False) -> Dict[str, Dict[str, Any]]:
+    """Per metric of the run that the baseline has too: value, baseline, rel_change, band,
+    verdict (pass / regression). A metric NaN in the run and absent from the baseline (MLflow
+    keeps no NaN) compares equal; one the baseline lacks otherwise is new, not compared."""
     out: Dict[str, Dict[str, Any]] = {}
-    for name in sorted(base):
+    for name in sorted(metrics):
         if name.startswith(OWN_PREFIXES):
             continue
-        band = _band_for(name, reg, analytic)
+        band = _band_for(name, reg, analytic, bench)
         if band is None:
             continue
-        b = float(base[name])
-        if name not in metrics:
-            out[name] = {"value": math.nan, "baseline": b, "rel_change": math.nan, "band": band,
-                         "verdict": REGRESSION, "note": "missing in this run"}
-            continue
         v = float(metrics[name])
+        if name not in base and not math.isnan(v):
+            continue
+        b = float(base.get(name, math.nan))
         if math.isnan(v) or math.isnan(b):
             ok = math.isnan(v) and math.isnan(b)
         else:
@@ -148,7 +149,7 @@ def find_baseline(client, case: str, config_sha: str):
 
 
 def judge(uri: str, case: str, config_sha: str, metrics: Mapping[str, float], reg: Mapping[str, Any],
-          analytic: bool) -> Dict[str, Any]:
+          analytic: bool, bench: bool = False) -> Dict[str, Any]:
     """The regression record of a run (see the module docstring for its statuses)."""
     from harness import tracking
 
@@ -164,7 +165,7 @@ def judge(uri: str, case: str, config_sha: str, metrics: Mapping[str, float], re
         return {"status": CONFIG_CHANGED, "enforce": enforce, "baseline_run_id": newest.info.run_id,
                 "baseline_config_sha256": newest.data.tags.get("config_sha256", ""),
                 "reason": "no comparable baseline: the config hash changed since the accepted run"}
-    per = compare_metrics(metrics, base.data.metrics, reg, analytic)
+    per = compare_metrics(metrics, base.data.metrics, reg, analytic, bench)
     regressed = [m for m, d in per.items() if d["verdict"] == REGRESSION]
     names = sorted(k[len(TAG) + 1:] for k in base.data.tags if k.startswith(TAG + ".")
                    and k not in (TAG_MS, TAG_NAME))
@@ -181,8 +182,8 @@ def judge_outcome(cfg, outcome, config_sha: str) -> Dict[str, Any]:
     tcfg = OmegaConf.select(cfg, "tracking")
     if tcfg is None or not tcfg.enabled:
         return {"status": OFF, "enforce": bool(reg.get("enforce", True)), "reason": "tracking is off"}
-    analytic = "analytic" in (OmegaConf.select(cfg, "case.tags", default=[]) or [])
-    return judge(str(tcfg.uri), outcome.case, config_sha, outcome.metrics, reg, analytic)
+    tags = list(OmegaConf.select(cfg, "case.tags", default=[]) or [])
+    return judge(str(tcfg.uri), outcome.case, config_sha, outcome.metrics, reg, "analytic" in tags, "bench" in tags)
 
 
 def regression_exit_code(reg: Optional[Mapping[str, Any]]) -> int:

@@ -51,7 +51,8 @@ class RegressionConf:
     A metric passes if |value - baseline| <= rel * |baseline| + abs. Cases tagged ``analytic``
     use ``analytic_rel`` / ``analytic_abs`` (exact to round-off), the others ``rel`` / ``abs``;
     ``bands.<metric>: {rel: .., abs: ..}`` sets one metric's band. Metrics whose name matches a
-    ``timing_patterns`` glob (wall times, speed-ups) are not compared unless they have a band.
+    ``timing_patterns`` glob (wall times, speed-ups), and every metric of a case tagged
+    ``bench``, are not compared unless they have a band.
     enforce: a regression makes the exit code 1 (false: reported only).
     """
 
@@ -61,8 +62,9 @@ class RegressionConf:
     analytic_rel: float = 1.0e-12
     analytic_abs: float = 1.0e-14
     timing_patterns: List[str] = field(default_factory=lambda: [
-        "*_s", "*_ms", "*wall*", "*time*", "*speedup*", "*speed_up*", "*throughput*", "*per_s*",
-        "*efficiency*", "*overhead*", "*ratio_vs_*", "*_rate"])
+        "*wall*", "*_time_s", "*time_ratio*", "*seconds*", "*speedup*", "*overhead*", "*throughput*",
+        "*per_s", "*per_s_*", "*per_second*", "*realtime*", "*efficiency*", "*peak_mem*", "t_jac", "t_rhs",
+        "*.t_jac", "*.t_rhs"])
     exclude: List[str] = field(default_factory=list)  # metric globs never compared
     bands: Dict[str, Any] = field(default_factory=dict)  # metric -> {rel, abs}
 

@@ -103,8 +103,12 @@ def resolved_container(cfg: DictConfig) -> Dict[str, Any]:
 
 
 def config_hash(resolved: Dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of the resolved config without runtime-only keys."""
-    return sha256_text(canonical_json({k: v for k, v in resolved.items() if k not in RUNTIME_KEYS}))
+    """SHA-256 of the canonical JSON of the resolved config without runtime-only keys and
+    without ``gate.regression`` (how a run is judged against its baseline, not what it computes)."""
+    kept = {k: v for k, v in resolved.items() if k not in RUNTIME_KEYS}
+    if isinstance(kept.get("gate"), dict):
+        kept["gate"] = {k: v for k, v in kept["gate"].items() if k != "regression"}
+    return sha256_text(canonical_json(kept))
 
 
 def gate_bands(cfg: DictConfig):
