@@ -107,7 +107,8 @@ def _suite_selection(choice: str, rest: Sequence[str]):
     from harness.compose import compose
     from harness.suites import select
 
-    cfg = compose([f"suite={choice}", *(a for a in rest if not a.lstrip("+~").startswith("hydra"))])
+    # only the suite's own overrides: the others (case.*, source.*) need a case to compose
+    cfg = compose([f"suite={choice}", *(a for a in rest if a.lstrip("+~").startswith("suite."))])
     return cfg.suite, select(cfg.suite)
 
 

@@ -125,11 +125,39 @@ def sweep_dir_pattern() -> str:
     return "${paths.outputs}/suites/${suite.name}/${now:%Y%m%d-%H%M%S}-${harness_uid:}"
 
 
+# overrides the launching config itself needs (it has no case): applied there as given
+_LAUNCH_KEYS = ("hydra", "suite", "tracking", "paths")
+
+
+def per_job(arg: str) -> str:
+    """A user override as every job of the suite gets it.
+
+    The launching config of the multirun has no case (``+case`` is the swept key), so a
+    value override of a case's key (``source.n_rings=8``) cannot apply there; written as a
+    one-value sweep (``source.n_rings=choice(8)``) Hydra applies it in each job only.
+    Group choices, sweeps, deletions and the hydra/suite/tracking/paths keys stay as given.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        o = OverridesParser.create().parse_overrides([arg])[0]
+    except Exception:  # Hydra reports it, with its own message, when it parses the line
+        return arg
+    key = o.key_or_group
+    if (o.is_sweep_override() or o.is_delete() or "/" in key or "." not in key
+            or key.split(".")[0] in _LAUNCH_KEYS or "=" not in arg):
+        return arg
+    head, _, value = arg.partition("=")
+    return f"{head}=choice({value})"
+
+
 def hydra_args(suite_choice: str, cases: Sequence[CaseInfo], user_args: Sequence[str]) -> List[str]:
-    """The multirun command line that runs ``cases`` as one suite."""
+    """The multirun command line that runs ``cases`` as one suite (Hydra's own launch log off:
+    the suite prints one line per case and its table)."""
+    quiet = [] if any(a.startswith("hydra/hydra_logging=") for a in user_args) else ["hydra/hydra_logging=disabled"]
     return ["-m", f"suite={suite_choice}", "+case=" + ",".join(c.name for c in cases),
             f"hydra.sweep.dir={sweep_dir_pattern()}",
-            "hydra.callbacks.study._target_=harness.suites.SuiteCallback", *user_args]
+            "hydra.callbacks.study._target_=harness.suites.SuiteCallback", *quiet, *(per_job(a) for a in user_args)]
 
 
 def _apply_overrides(cfg: DictConfig, overrides: Sequence[str], case: str) -> None:
@@ -444,7 +472,7 @@ def finish(sweep_dir: Path) -> Dict[str, Any]:
                "tracking_uri": state.get("tracking_uri"), "launcher": state.get("launcher"),
                "model_time_s": sum(float(r["wall_s"] or 0.0) for r in rows), "rows": rows}
     text = table(rows) + "\n" + summary_line(name, c, wall, exit_code)
-    print(text, flush=True)
+    print(text + f"\nreports: {sweep_dir}/junit.xml, {sweep_dir}/dashboard.html", flush=True)
     atomic_write_text(sweep_dir / "summary.txt", text + "\n")
     junit.write(summary, sweep_dir / "junit.xml")
     atomic_write_text(sweep_dir / SUMMARY_FILE, json.dumps(summary, indent=2, default=str))
