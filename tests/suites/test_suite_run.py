@@ -114,3 +114,4 @@ def test_dashboard_in_headless_chromium(mixed_suite, browser):
     link = axis.find_element("css selector", "a").get_attribute("href")
     browser.get(link)
     assert "load_transfer/axis" in browser.find_element("tag name", "body").text
+
