@@ -115,3 +115,15 @@ def test_dashboard_in_headless_chromium(mixed_suite, browser):
     browser.get(link)
     assert "load_transfer/axis" in browser.find_element("tag name", "body").text
 
+
+
+def test_spent_budget_skips_cases(tmp_path, cli):
+    from junitparser import JUnitXml, Skipped
+
+    res = cli(["suite=smoke", "suite.budget_s=0", "tracking=none"], tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr  # a suite that did not run its cases did not verify them
+    assert "suite smoke: 3 cases  pass=0 warn=0 fail=0 error=0 invalid=0 skipped=3" in res.stdout
+    suite_dir = next((tmp_path / "suites" / "smoke").iterdir())
+    xml = next(iter(JUnitXml.fromfile(str(suite_dir / "junit.xml"))))
+    assert xml.skipped == 3 and all(isinstance(c.result[0], Skipped) for c in xml)
+    assert not list(suite_dir.glob("*/metrics.json"))  # no case ran
