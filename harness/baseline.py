@@ -149,12 +149,13 @@ def find_baseline(client, case: str, config_sha: str):
 
 
 def judge(uri: str, case: str, config_sha: str, metrics: Mapping[str, float], reg: Mapping[str, Any],
-          analytic: bool, bench: bool = False) -> Dict[str, Any]:
+          analytic: bool, bench: bool = False, timeout_s: float = 5.0) -> Dict[str, Any]:
     """The regression record of a run (see the module docstring for its statuses)."""
     from harness import tracking
 
     enforce = bool(reg.get("enforce", True))
     try:
+        tracking.probe(uri, timeout_s)  # an unreachable server is reported at once, not after HTTP retries
         c = tracking.client(uri)
         status, base, newest = find_baseline(c, case, config_sha)
     except Exception as exc:  # noqa: BLE001 - a store that cannot be searched is reported, not fatal
@@ -183,7 +184,8 @@ def judge_outcome(cfg, outcome, config_sha: str) -> Dict[str, Any]:
     if tcfg is None or not tcfg.enabled:
         return {"status": OFF, "enforce": bool(reg.get("enforce", True)), "reason": "tracking is off"}
     tags = list(OmegaConf.select(cfg, "case.tags", default=[]) or [])
-    return judge(str(tcfg.uri), outcome.case, config_sha, outcome.metrics, reg, "analytic" in tags, "bench" in tags)
+    return judge(str(tcfg.uri), outcome.case, config_sha, outcome.metrics, reg, "analytic" in tags, "bench" in tags,
+                 float(tcfg.get("timeout_s", 5.0)))
 
 
 def regression_exit_code(reg: Optional[Mapping[str, Any]]) -> int:
