@@ -189,9 +189,10 @@ def run_case_config(cfg: DictConfig, run_dir: Path, *, command: Sequence[str] = 
     git = git_state()  # once per run: the manifest and the MLflow tags carry the same state
     with ctx.stage("records"):
         _write_records(ctx, outcome, result, gate_results, resolved, config_sha, command, overrides, git)
-    from harness.reports.notes import child_run_name, run_note
+    from harness.reports.notes import child_run_name, run_note, swept_keys
 
-    name = run_name or (child_run_name(case_name, overrides) if parent_run_id else case_name)
+    name = run_name or (child_run_name(case_name, overrides, swept_keys(run_dir.parent)) if parent_run_id
+                        else case_name)
     _track(cfg, resolved, outcome, result, config_sha, parent_run_id, git, run_name=name, start_ms=start_ms,
            note=run_note(cfg, outcome, gate_results))
     atomic_write_text(run_dir / "outcome.json", json.dumps(outcome.as_dict(), indent=2, default=_json_default))

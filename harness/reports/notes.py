@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Dict, Mapping, Optional, Sequence
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Sequence, Set
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -11,18 +12,35 @@ from omegaconf import DictConfig, OmegaConf
 _SELECTORS = re.compile(r"^[+~]*(case|study|suite|hydra|tracking|paths)([./=]|$)")
 
 
-def child_run_name(case: str, overrides: Sequence[str]) -> str:
-    """Name of a sweep's child run: its own overrides, keys shortened to their last part.
+def swept_keys(sweep_dir: Path) -> Optional[Set[str]]:
+    """The keys a multirun sweeps (``a=1,2``, ``range(..)``, ``choice(..)`` in its task
+    overrides, read from ``<sweep_dir>/multirun.yaml``); None when that file is not here."""
+    import yaml
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    path = Path(sweep_dir) / "multirun.yaml"
+    try:
+        task = ((yaml.safe_load(path.read_text()) or {}).get("hydra") or {}).get("overrides", {}).get("task") or []
+        parsed = OverridesParser.create().parse_overrides([str(t) for t in task])
+    except Exception:  # noqa: BLE001 - no file, or a syntax only another sweeper knows: name by every override
+        return None
+    return {o.key_or_group.lstrip("+~") for o in parsed if o.is_sweep_override()}
+
+
+def child_run_name(case: str, overrides: Sequence[str], swept: Optional[Set[str]] = None) -> str:
+    """Name of a sweep's child run: its swept overrides, keys shortened to their last part.
 
     ``["+case=x", "+study=s", "operator.surface.resolution=16"]`` -> ``"resolution=16"``;
-    the case name when no override is left. Keys whose last part is not unique keep the
-    full key.
+    ``swept`` (see :func:`swept_keys`) keeps only those keys; the case name when no override
+    is left. Keys whose last part is not unique keep the full key.
     """
     pairs = []
     for o in overrides:
         if _SELECTORS.match(o) or "=" not in o:
             continue
         key, _, value = o.lstrip("+~").partition("=")
+        if swept is not None and key not in swept:
+            continue
         pairs.append((key, value))
     if not pairs:
         return case

@@ -24,7 +24,7 @@ def run_harness(args, outputs: Path, env=None, timeout: float = 600, cwd: Path =
                           text=True, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def suite_outputs(tmp_path_factory) -> Path:
     """A fresh outputs directory whose sqlite store exists before any suite runs."""
     out = tmp_path_factory.mktemp("suite_outputs")
@@ -61,3 +61,20 @@ def browser():
 def cli():
     """:func:`run_harness` for the test modules (which cannot import this conftest)."""
     return run_harness
+
+
+# pass, failed gate, crashed model, invalid input: the test adapter injects each (drift_adapter.py)
+MIXED_CASES = ["load_transfer/axis", "load_transfer/exterior_zero", "load_transfer/offset_axis", "load_transfer/sign"]
+MIXED_ENV = {"HARNESS_TEST_FAIL": "load_transfer/axis", "HARNESS_TEST_CRASH": "load_transfer/exterior_zero",
+             "HARNESS_TEST_INVALID": "load_transfer/offset_axis"}
+
+
+@pytest.fixture(scope="session")
+def mixed_suite(suite_outputs):
+    """One suite run of MIXED_CASES with the test adapter: (process, suite dir, suite.json)."""
+    import json
+
+    res = run_harness(["suite=fast", f"suite.select.cases=[{','.join(MIXED_CASES)}]", "case.adapter=drift_adapter:run"],
+                      suite_outputs, env=MIXED_ENV)
+    suite_dir = sorted((suite_outputs / "suites" / "fast").iterdir())[-1]
+    return res, suite_dir, json.loads((suite_dir / "suite.json").read_text())

@@ -37,14 +37,13 @@ def baseline_cli(args, outputs: Path):
 
 
 @pytest.fixture(scope="module")
-def accepted(suite_outputs, cli):
-    """A clean suite run of sign (exterior_zero crashes, so it is never accepted), accepted as 'ci'."""
-    first = cli(ARGS, suite_outputs, env={"HARNESS_TEST_CRASH": "load_transfer/exterior_zero"})
-    assert first.returncode == 1, first.stdout + first.stderr
-    suite_dir = sorted((suite_outputs / "suites" / "fast").iterdir())[-1]
+def accepted(mixed_suite, suite_outputs):
+    """The mixed suite (test_suite_run.py) accepted as 'ci': the runs with status ok only."""
+    _, suite_dir, _ = mixed_suite
     code, out, err = baseline_cli(["accept", str(suite_dir), "--name", "ci"], suite_outputs)
     assert code == 0, err
-    assert "accepted baseline ci: 1 case runs; not accepted: load_transfer/exterior_zero (error)" in out
+    assert ("accepted baseline ci: 2 case runs; not accepted: load_transfer/exterior_zero (error), "
+            "load_transfer/offset_axis (invalid)") in out
     return suite_dir
 
 
@@ -58,7 +57,7 @@ def drifted(accepted, suite_outputs, cli):
 def test_baseline_list_and_show(accepted, suite_outputs):
     code, out, err = baseline_cli(["show", "ci"], suite_outputs)
     assert code == 0, err
-    assert "baseline ci: 1 cases" in out and "load_transfer/sign  PASS" in out
+    assert "baseline ci: 2 cases" in out and "load_transfer/sign  PASS" in out and "load_transfer/axis  FAIL" in out
     code, out, _ = baseline_cli(["list"], suite_outputs)
     assert code == 0 and out.splitlines()[1].startswith("ci ")
     code, _, err = baseline_cli(["show", "nope"], suite_outputs)

@@ -10,18 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# pass, failed gate, crashed model, invalid input: the test adapter injects each (tests/suites/drift_adapter.py)
 CASES = ["load_transfer/axis", "load_transfer/exterior_zero", "load_transfer/offset_axis", "load_transfer/sign"]
-ENV = {"HARNESS_TEST_FAIL": "load_transfer/axis", "HARNESS_TEST_CRASH": "load_transfer/exterior_zero",
-       "HARNESS_TEST_INVALID": "load_transfer/offset_axis"}
-ARGS = ["suite=fast", f"suite.select.cases=[{','.join(CASES)}]", "case.adapter=drift_adapter:run"]
-
-
-@pytest.fixture(scope="module")
-def mixed_suite(suite_outputs, cli):
-    res = cli(ARGS, suite_outputs, env=ENV)
-    suite_dir = sorted((suite_outputs / "suites" / "fast").iterdir())[-1]
-    return res, suite_dir, json.loads((suite_dir / "suite.json").read_text())
 
 
 def test_worst_exit_code_and_table(mixed_suite):

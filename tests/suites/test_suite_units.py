@@ -139,3 +139,13 @@ def test_child_run_names_from_overrides():
     assert child_run_name("lt/x", ["+case=lt/x", "+study=lt/s", "operator.surface.resolution=16"]) == "resolution=16"
     assert child_run_name("lt/x", ["+case=lt/x"]) == "lt/x"
     assert child_run_name("lt/x", ["a.n=1", "b.n=2", "c.k=3"]) == "a.n=1 b.n=2 k=3"
+    assert child_run_name("lt/x", ["+case=lt/x", "op.res=4", "src.n_rings=8"], {"src.n_rings"}) == "n_rings=8"
+
+
+def test_swept_keys_from_the_multirun_record(tmp_path):
+    from harness.reports.notes import swept_keys
+
+    (tmp_path / "multirun.yaml").write_text(
+        "hydra:\n  overrides:\n    task: ['+case=lt/x', 'op.res=4', 'src.n_rings=4,8', '+p.k=range(1,3)']\n")
+    assert swept_keys(tmp_path) == {"src.n_rings", "p.k"}
+    assert swept_keys(tmp_path / "nowhere") is None
