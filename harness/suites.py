@@ -56,7 +56,7 @@ def select(suite: DictConfig, cases: Optional[Sequence[CaseInfo]] = None) -> Lis
     """The cases ``suite.select`` picks from the catalogue, in catalogue (name) order.
 
     Raises HarnessInputError for a tag no case carries, a family without cases, a pattern
-    matching no case, an override pattern matching no selected case, or an empty selection.
+    or an override pattern matching no case of the catalogue, or an empty selection.
     """
     cases = list(catalogue() if cases is None else cases)
     sel = suite.select
@@ -95,9 +95,9 @@ def select(suite: DictConfig, cases: Optional[Sequence[CaseInfo]] = None) -> Lis
         out.append(c)
     if not out:
         raise HarnessInputError(f"{where}: suite.select: selects no case")
-    for pattern in (suite.overrides or {}):
-        if not any(matches(c.name, [pattern]) for c in out):
-            raise HarnessInputError(f"{where}: suite.overrides: {pattern!r} matches no selected case")
+    for pattern in (suite.overrides or {}):  # a typo, not a narrowed selection
+        if not any(matches(n, [pattern]) for n in names):
+            raise HarnessInputError(f"{where}: suite.overrides: {pattern!r} matches no case")
     return out
 
 

@@ -15,7 +15,10 @@ def suite_cfg(**select):
 
     cfg = OmegaConf.structured(SuiteConf(name="t"))
     for k, v in select.items():
-        cfg.select[k] = v
+        if k == "overrides":
+            cfg.overrides = v
+        else:
+            cfg.select[k] = v
     return cfg
 
 
@@ -60,6 +63,7 @@ def test_selection_rules(select, expected):
     ({"families": ["c"]}, "suite.select.families: unknown family 'c' (families: a, b, bench)"),
     ({"cases": ["a/three"]}, "suite.select.cases: 'a/three' matches no case"),
     ({"tags": ["kratos"]}, "suite.select: selects no case"),
+    ({"overrides": {"c/*": ["x=1"]}}, "suite.overrides: 'c/\\*' matches no case"),
 ])
 def test_bad_selection_is_one_clear_error(select, message):
     from harness.suites import select as sel
