@@ -79,7 +79,8 @@ def _cell(row: Mapping[str, Any], base: Path) -> str:
     from harness.suites import is_regression, key_metric_text, regression_status, row_verdict
 
     cls = _cls(row) + (" regression" if is_regression(row) else "")
-    name = row["case"].split("/", 1)[1] if "/" in row["case"] else row["case"]
+    fam = str(row.get("family") or "")
+    name = row["case"][len(fam) + 1:] if row["case"].startswith(fam + "/") else row["case"]
     link = _rel(str(_run_report(row) or ""), base) if row.get("run_dir") else None
     title = f'<a href="{_e(link)}">{_e(name)}</a>' if link else _e(name)
     figs = []

@@ -1,7 +1,8 @@
 """JUnit XML of a suite (``<suite dir>/junit.xml``), the report every CI server reads.
 
 One ``<testsuite>`` (the suite) with one ``<testcase>`` per case: ``classname`` = family,
-``name`` = the case name without its family, ``time`` = wall time [s];
+``name`` = the case name within its family (the full name when filed elsewhere, e.g.
+``bench/export``), ``time`` = wall time [s];
 
 * ``<failure type="gate">`` for a failed gate, ``<failure type="regression">`` for an
   enforced regression against the accepted baseline;
@@ -31,8 +32,10 @@ def _num(v: Any) -> str:
     return str(v)
 
 
-def _case_name(case: str) -> str:
-    return case.split("/", 1)[1] if "/" in case else case
+def _case_name(case: str, family: str) -> str:
+    """The case name inside its family (``load_transfer/sign`` -> ``sign``); a case filed
+    under another folder keeps its full name (``bench/export`` of family load_transfer)."""
+    return case[len(family) + 1:] if case.startswith(family + "/") else case
 
 
 def _line(row: Mapping[str, Any]) -> str:
@@ -59,7 +62,8 @@ def testcase(row: Mapping[str, Any]) -> ET.Element:
     """The ``<testcase>`` element of one suite row."""
     from harness.suites import STATUS_SKIPPED, is_regression, regression_status
 
-    tc = ET.Element("testcase", {"name": _case_name(row["case"]), "classname": str(row.get("family") or "?"),
+    family = str(row.get("family") or "?")
+    tc = ET.Element("testcase", {"name": _case_name(row["case"], family), "classname": family,
                                  "time": f"{float(row.get('wall_s') or 0.0):.3f}"})
     props = ET.SubElement(tc, "properties")
 
