@@ -1,8 +1,10 @@
 """CLI: ``python -m harness [+case=FAMILY/NAME] [key=value ...] [-m]``.
 
-With no case, runs the default suite (``suite`` in conf/config.yaml). Prints one line
-per case: case, verdict, key metrics, MLflow run id. Exit code: 0 pass/warn, 1 a gate
-failed, 2 invalid config or input, 130 interrupted (SIGINT/SIGTERM, see harness.interrupt).
+With no case, runs the suite ``conf/suite/default.yaml``; ``suite=NAME`` runs another
+(harness.suites), ``--list [suite=NAME]`` lists its cases; ``baseline ...`` and
+``compare A B`` are harness.baseline and harness.compare. Prints one line per case: case,
+verdict, key metrics, MLflow run id. Exit code: 0 pass/warn, 1 a gate failed, 2 invalid
+config or input, 130 interrupted (SIGINT/SIGTERM, see harness.interrupt).
 """
 from __future__ import annotations
 
@@ -73,14 +75,14 @@ def _task(cfg) -> dict:
     return outcome.as_dict()
 
 
-def _hydra_main() -> None:
+def _hydra_main(task=None) -> None:
     import hydra
 
     from harness.configs import register_all
 
     register_resolvers()
     register_all()
-    hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=CONFIG_NAME)(_task)()
+    hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=CONFIG_NAME)(task or _task)()
 
 
 def _selects_case(args: Sequence[str]) -> bool:
@@ -91,24 +93,54 @@ def _hydra_flag(args: Sequence[str]) -> bool:
     return any(a.startswith("-") for a in args)
 
 
-def run_suite(overrides: Sequence[str]) -> int:
-    """Run every case of the configured suite with ``overrides``; one line each."""
-    from harness.api import run_case
-    from harness.compose import compose
+def _suite_choice(args: Sequence[str]):
+    """(suite option, the other arguments): ``suite=NAME`` (default ``default``); ``-m`` dropped."""
+    choice, rest = "default", []
+    for a in args:
+        if a.startswith("suite="):
+            choice = a.split("=", 1)[1]
+        elif a not in ("-m", "--multirun"):
+            rest.append(a)
+    return choice, rest
 
-    suite = list(compose(list(overrides)).suite)
-    code = 0
-    for case in suite:
-        out = run_case(case, overrides=overrides)
-        _say(out.line())
-        code = max(code, out.exit_code)
-    return code
+
+def _suite_selection(choice: str, rest: Sequence[str]):
+    from harness.compose import compose
+    from harness.suites import select
+
+    # only the suite's own overrides: the others (case.*, source.*) need a case to compose
+    cfg = compose([f"suite={choice}", *(a for a in rest if a.lstrip("+~").startswith("suite."))])
+    return cfg.suite, select(cfg.suite)
+
+
+def list_suite(args: Sequence[str]) -> int:
+    """``python -m harness --list [suite=NAME]``: the cases a suite selects, with their tags."""
+    from harness.suites import listing
+
+    choice, rest = _suite_choice(args)
+    suite, cases = _suite_selection(choice, rest)
+    _say(listing(suite, cases))
+    return 0
+
+
+def run_suite(args: Sequence[str]) -> int:
+    """Run a suite (``suite=NAME``, default ``default``) through the configured Hydra launcher."""
+    from harness import suites
+
+    choice, rest = _suite_choice(args)
+    _, cases = _suite_selection(choice, rest)  # a bad suite is one line and exit 2 before anything runs
+    sys.argv = [sys.argv[0], *suites.hydra_args(choice, cases, rest)]
+    _hydra_main(suites.suite_task)
+    if suites.last_summary() is None:
+        raise RuntimeError("the suite stopped before its summary (see the log above)")
+    return max(_State.exit_code, suites.last_exit_code())
 
 
 def _close_parents(reason: str, status: str = "FAILED") -> None:
-    """A sweep that stopped before its study leaves no parent run RUNNING."""
-    if "harness.studies" in sys.modules:
-        sys.modules["harness.studies"].close_open_parents(reason.splitlines()[0] if reason else "aborted", status)
+    """A sweep or suite that stopped before its summary leaves no parent run RUNNING."""
+    for module in ("harness.studies", "harness.suites"):
+        if module in sys.modules:
+            sys.modules[module].close_open_parents(reason.splitlines()[0] if reason else "aborted", status)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -119,7 +151,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let composition errors reach us, to exit 2
     previous_handlers = interrupt.install()
     try:
-        if not _selects_case(args) and not _hydra_flag(args):
+        if args and args[0] in ("baseline", "compare"):
+            import importlib
+
+            code = importlib.import_module(f"harness.{args[0]}").main(args[1:])
+        elif "--list" in args:
+            code = list_suite([a for a in args if a != "--list"])
+        elif any(a.startswith("suite=") for a in args) or (not _selects_case(args) and not _hydra_flag(args)):
             code = run_suite(args)
         else:
             sys.argv = [sys.argv[0], *args]

@@ -45,6 +45,31 @@ class Band:
 
 
 @dataclass
+class RegressionConf:
+    """``gate.regression``: how far a metric may move from the accepted baseline (harness.baseline).
+
+    A metric passes if |value - baseline| <= rel * |baseline| + abs. Cases tagged ``analytic``
+    use ``analytic_rel`` / ``analytic_abs`` (exact to round-off), the others ``rel`` / ``abs``;
+    ``bands.<metric>: {rel: .., abs: ..}`` sets one metric's band. Metrics whose name matches a
+    ``timing_patterns`` glob (wall times, speed-ups), and every metric of a case tagged
+    ``bench``, are not compared unless they have a band.
+    enforce: a regression makes the exit code 1 (false: reported only).
+    """
+
+    enforce: bool = True
+    rel: float = 1.0e-6
+    abs: float = 0.0
+    analytic_rel: float = 1.0e-12
+    analytic_abs: float = 1.0e-14
+    timing_patterns: List[str] = field(default_factory=lambda: [
+        "*wall*", "*_time_s", "*time_ratio*", "*seconds*", "*speedup*", "*overhead*", "*throughput*",
+        "*per_s", "*per_s_*", "*per_second*", "*realtime*", "*efficiency*", "*peak_mem*", "t_jac", "t_rhs",
+        "*.t_jac", "*.t_rhs"])
+    exclude: List[str] = field(default_factory=list)  # metric globs never compared
+    bands: Dict[str, Any] = field(default_factory=dict)  # metric -> {rel, abs}
+
+
+@dataclass
 class GateConf:
     """``gate`` group: bands per metric; ``default`` applies to gated metrics without a band."""
 
@@ -54,6 +79,7 @@ class GateConf:
     # metric -> Band fields; typed loosely so that `+gate.bands.X={pass_max:1}` works on the
     # command line; every entry is checked against Band by harness.runner.gate_bands
     bands: Dict[str, Any] = field(default_factory=dict)
+    regression: RegressionConf = field(default_factory=RegressionConf)
 
 
 @dataclass
@@ -81,6 +107,7 @@ class TrackingConf:
     artifact_root: Optional[str] = None  # for experiments created by the harness
     experiment_prefix: str = "harness/"
     timeout_s: float = 5.0  # reachability probe of a server store
+    experiment: Optional[str] = None  # explicit experiment name (a suite records its cases in its own)
 
 
 @dataclass
@@ -148,6 +175,7 @@ class CaseConf:
     adapter:     "harness.families.<family>:<function>" that runs the case
     gates:       metric names judged by the gate group (the verdict is the worst)
     key_metrics: metric names printed on the verdict line
+    tags:        labels a suite selects by (harness.suites.KNOWN_TAGS)
     params:      family-specific parameters of the case (validated by the family's
                  schema when it registers one, else by its adapter)
     """
@@ -158,8 +186,47 @@ class CaseConf:
     description: str = ""
     gates: List[str] = field(default_factory=list)
     key_metrics: List[str] = field(default_factory=list)
-    tags: Dict[str, str] = field(default_factory=dict)
+    tags: List[str] = field(default_factory=list)  # fast, analytic, peer, study, bench, slow, kratos, ...
     params: Any = None
+
+
+@dataclass
+class SuiteSelectConf:
+    """``suite.select``: which cases of conf/case a suite runs (every rule must hold).
+
+    cases:        case names or glob patterns (``dem/*``); empty: every case
+    families:     case families; empty: every family
+    tags:         a case must carry every one of these tags
+    any_tags:     a case must carry at least one of these (empty: no condition)
+    exclude_tags: a case carrying any of these is dropped
+    exclude:      case names or glob patterns dropped
+    """
+
+    cases: List[str] = field(default_factory=list)
+    families: List[str] = field(default_factory=list)
+    tags: List[str] = field(default_factory=list)
+    any_tags: List[str] = field(default_factory=list)
+    exclude_tags: List[str] = field(default_factory=list)
+    exclude: List[str] = field(default_factory=list)
+
+
+@dataclass
+class SuiteConf:
+    """``suite`` group (conf/suite/*.yaml): a selection of cases run as one CI gate.
+
+    overrides: case name or glob -> ``key=value`` overrides applied to the matching cases
+               (values only, not group options), e.g. ``{"bench/*": ["case.params.n=10"]}``
+    budget_s:  wall-time budget of the whole suite [s]; a case not started when it is spent
+               is skipped (and the suite fails); null: no budget
+    env:       environment variables set in every job (e.g. HARNESS_FULL: "1" for full sizes)
+    """
+
+    name: str = MISSING
+    description: str = ""
+    select: SuiteSelectConf = field(default_factory=SuiteSelectConf)
+    overrides: Dict[str, List[str]] = field(default_factory=dict)
+    budget_s: Optional[float] = None
+    env: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -180,7 +247,7 @@ class HarnessConf:
     gate: GateConf = MISSING
     tracking: TrackingConf = MISSING
     study: Optional[StudyConf] = None
-    suite: List[str] = field(default_factory=list)
+    suite: Optional[SuiteConf] = None
 
 
 def register_core() -> None:
@@ -190,6 +257,7 @@ def register_core() -> None:
     store_schema("tracking", TrackingConf)
     store_schema("study", StudyConf)
     store_schema("case", CaseConf)
+    store_schema("suite", SuiteConf)
 
 
 _REGISTERED = False

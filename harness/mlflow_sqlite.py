@@ -87,6 +87,21 @@ def usable(uri: str) -> Optional[Path]:
     return p if row and row[0] == SCHEMA_REVISION else None
 
 
+def has_run_tagged(db: Path, tags: Mapping[str, str]) -> bool:
+    """True when a live run of an active experiment carries every ``key = value`` of ``tags``."""
+    joins = " ".join(f"JOIN tags t{i} ON t{i}.run_uuid = r.run_uuid AND t{i}.key = ? AND t{i}.value = ?"
+                     for i in range(len(tags)))
+    args = [x for kv in tags.items() for x in kv]
+    con = _connect(db)
+    try:
+        row = con.execute(f"SELECT 1 FROM runs r {joins} JOIN experiments e ON e.experiment_id = r.experiment_id "
+                          "WHERE r.lifecycle_stage = 'active' AND e.lifecycle_stage = 'active' LIMIT 1",
+                          args).fetchone()
+    finally:
+        con.close()
+    return row is not None
+
+
 def _local_dir(location: str) -> Optional[Path]:
     """The directory of a local artifact location (a path or a file:// URI), else None."""
     parsed = urlparse(location)
@@ -126,10 +141,12 @@ def _copy_artifacts(src: Path, dst: Path) -> None:
 
 def record_run(db: Path, *, experiment: str, run_name: str, params: Mapping[str, str],
                metrics: Sequence[Tuple[str, float, int, int]], tags: Mapping[str, str],
-               start_tags: Mapping[str, str], artifacts_dir: Path, status: str) -> Optional[str]:
+               start_tags: Mapping[str, str], artifacts_dir: Path, status: str,
+               start_ms: Optional[int] = None, end_ms: Optional[int] = None) -> Optional[str]:
     """Write one finished run; returns its id, or None when the experiment is not there or
     not local (the caller then uses MLflow's client).
 
+    start_ms / end_ms (epoch ms): the case's real start and end (default: now).
     metrics: (key, value, timestamp ms, step) rows as MLflow's ``Metric`` would carry them;
     start_tags: the tags of ``create_run`` (run uid, parent run id); tags: those of ``log_batch``.
     """
@@ -143,7 +160,7 @@ def record_run(db: Path, *, experiment: str, run_name: str, params: Mapping[str,
         exp_id, location = row
         run_id = uuid.uuid4().hex
         artifact_uri = f"{location.rstrip('/')}/{run_id}/artifacts"
-        start = _now_ms()
+        start = _now_ms() if start_ms is None else int(start_ms)
         _copy_artifacts(Path(artifacts_dir), _local_dir(artifact_uri))
         all_tags: Dict[str, str] = dict(start_tags)
         all_tags.setdefault("mlflow.runName", run_name)
@@ -162,7 +179,7 @@ def record_run(db: Path, *, experiment: str, run_name: str, params: Mapping[str,
                         "status, start_time, end_time, source_version, lifecycle_stage, artifact_uri, "
                         "experiment_id, deleted_time) VALUES (?, ?, 'UNKNOWN', '', '', 'unknown', ?, ?, ?, '', "
                         "'active', ?, ?, NULL)",
-                        (run_id, run_name, status, start, _now_ms(), artifact_uri, exp_id))
+                        (run_id, run_name, status, start, _now_ms() if end_ms is None else int(end_ms), artifact_uri, exp_id))
             con.executemany("INSERT INTO params (key, value, run_uuid) VALUES (?, ?, ?)",
                             [(k, str(v), run_id) for k, v in params.items()])
             con.executemany("INSERT OR IGNORE INTO metrics (key, value, timestamp, run_uuid, step, is_nan) "

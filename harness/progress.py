@@ -79,6 +79,8 @@ def bar(total: Optional[int], label: str) -> Bar:
 
 def _sweep_counts(sweep_dir: Path):
     state_file = sweep_dir / "study_state.json"
+    if not state_file.is_file():  # a suite (harness.suites) keeps its own state file
+        state_file = sweep_dir / "suite_state.json"
     total = None
     started = None
     if state_file.is_file():

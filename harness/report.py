@@ -230,11 +230,16 @@ def write(path: Path, out: Optional[Path] = None) -> Path:
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness.report", description=__doc__.splitlines()[0])
-    ap.add_argument("path", type=Path, help="a run directory or a sweep directory")
+    ap.add_argument("path", type=Path, help="a run directory, a sweep directory or a suite directory (dashboard)")
     ap.add_argument("-o", "--output", type=Path, default=None, help="HTML file (default: PATH/report.html)")
     args = ap.parse_args(argv)
     try:
-        target = write(args.path, args.output)
+        if (args.path / "suite.json").is_file():  # a suite directory: its dashboard
+            from harness.reports import dashboard
+
+            target = dashboard.write(args.path, args.output)
+        else:
+            target = write(args.path, args.output)
     except FileNotFoundError as exc:
         print(f"harness.report: error: {exc}", file=sys.stderr)
         return 2

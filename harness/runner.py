@@ -47,6 +47,7 @@ class Outcome:
     status: str = STATUS_OK  # ok / invalid / error / tracking_error
     message: Optional[str] = None
     key_metrics: List[str] = field(default_factory=list)
+    regression: Optional[Dict[str, Any]] = None  # harness.baseline.judge: status, per-metric verdicts
 
     @property
     def exit_code(self) -> int:
@@ -56,13 +57,17 @@ class Outcome:
             return G.EXIT_FAIL
         if self.status == interrupt.STATUS_INTERRUPTED:
             return interrupt.EXIT_INTERRUPTED
-        return G.exit_code(self.verdict)
+        from harness.baseline import regression_exit_code
+
+        return max(G.exit_code(self.verdict), regression_exit_code(self.regression))
 
     def line(self) -> str:
         """The one line the CLI prints for this case."""
         shown = [f"{k}={_fmt(self.metrics[k])}" for k in self.key_metrics if k in self.metrics]
         parts = [self.case, self.verdict.upper() if self.status == STATUS_OK else self.status.upper(),
                  *shown, f"run={self.mlflow_run_id or '-'}"]
+        if self.regression and self.regression.get("status") == "regression":
+            parts.append("REGRESSION(" + ",".join(self.regression.get("regressed", [])) + ")")
         if self.message and self.status != STATUS_TRACKING:  # that error went to stderr (logged once)
             parts.append(f"({self.message})")
         return "  ".join(parts)
@@ -70,7 +75,8 @@ class Outcome:
     def as_dict(self) -> Dict[str, Any]:
         return {"case": self.case, "verdict": self.verdict, "metrics": self.metrics,
                 "gates": self.gates, "run_dir": str(self.run_dir), "mlflow_run_id": self.mlflow_run_id,
-                "status": self.status, "message": self.message, "exit_code": self.exit_code}
+                "status": self.status, "message": self.message, "exit_code": self.exit_code,
+                "regression": self.regression}
 
 
 def _fmt(v: float) -> str:
@@ -100,8 +106,12 @@ def resolved_container(cfg: DictConfig) -> Dict[str, Any]:
 
 
 def config_hash(resolved: Dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of the resolved config without runtime-only keys."""
-    return sha256_text(canonical_json({k: v for k, v in resolved.items() if k not in RUNTIME_KEYS}))
+    """SHA-256 of the canonical JSON of the resolved config without runtime-only keys and
+    without ``gate.regression`` (how a run is judged against its baseline, not what it computes)."""
+    kept = {k: v for k, v in resolved.items() if k not in RUNTIME_KEYS}
+    if isinstance(kept.get("gate"), dict):
+        kept["gate"] = {k: v for k, v in kept["gate"].items() if k != "regression"}
+    return sha256_text(canonical_json(kept))
 
 
 def gate_bands(cfg: DictConfig):
@@ -122,23 +132,29 @@ def gate_bands(cfg: DictConfig):
 
 
 def run_case_config(cfg: DictConfig, run_dir: Path, *, command: Sequence[str] = (),
-                    overrides: Sequence[str] = (), parent_run_id: Optional[str] = None) -> Outcome:
+                    overrides: Sequence[str] = (), parent_run_id: Optional[str] = None,
+                    run_name: Optional[str] = None) -> Outcome:
     """Run the composed case ``cfg`` in ``run_dir`` and record it; never raises for a gate.
 
+    run_name: the MLflow run name; default the case name, or for a child of a sweep its
+    overrides (:func:`harness.reports.notes.child_run_name`).
     SIGINT/SIGTERM (KeyboardInterrupt) is recorded as status ``interrupted`` (see
     :mod:`harness.interrupt`) and re-raised as :class:`harness.interrupt.Interrupted`.
     """
     ctx = RunContext(run_dir=Path(run_dir))
     started = time.perf_counter()
     try:
-        return _run_case_config(cfg, ctx, command=command, overrides=overrides, parent_run_id=parent_run_id)
+        return _run_case_config(cfg, ctx, command=command, overrides=overrides, parent_run_id=parent_run_id,
+                                run_name=run_name)
     except KeyboardInterrupt as exc:
         raise interrupt.record(exc, cfg, ctx, started, command=command, overrides=overrides,
                                parent_run_id=parent_run_id) from None
 
 
 def _run_case_config(cfg: DictConfig, ctx: RunContext, *, command: Sequence[str] = (),
-                     overrides: Sequence[str] = (), parent_run_id: Optional[str] = None) -> Outcome:
+                     overrides: Sequence[str] = (), parent_run_id: Optional[str] = None,
+                     run_name: Optional[str] = None) -> Outcome:
+    start_ms = int(time.time() * 1000)  # the MLflow run's real start
     run_dir = ctx.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     case_name = str(OmegaConf.select(cfg, "case.name", default="?"))
@@ -181,13 +197,23 @@ def _run_case_config(cfg: DictConfig, ctx: RunContext, *, command: Sequence[str]
                       gates={k: g.verdict for k, g in gate_results.items()}, run_dir=run_dir,
                       status=status, message=message, key_metrics=key_metrics)
     config_sha = config_hash(resolved) if resolved else ""
+    if status == STATUS_OK:
+        from harness.baseline import judge_outcome
+
+        with ctx.stage("regression"):
+            outcome.regression = judge_outcome(cfg, outcome, config_sha)
     with ctx.stage("figures"):
         ctx.outputs.extend(p.resolve() for p in _figures(cfg, run_dir))
     git = git_state()  # once per run: the manifest and the MLflow tags carry the same state
     with ctx.stage("records"):
         _write_records(ctx, outcome, result, gate_results, resolved, config_sha, command, overrides, git)
+    from harness.reports.notes import child_run_name, run_note, swept_keys
+
+    name = run_name or (child_run_name(case_name, overrides, swept_keys(run_dir.parent)) if parent_run_id
+                        else case_name)
     with ctx.stage("tracking"):
-        _track(cfg, resolved, outcome, result, config_sha, parent_run_id, git)
+        _track(cfg, resolved, outcome, result, config_sha, parent_run_id, git, run_name=name, start_ms=start_ms,
+               note=run_note(cfg, outcome, gate_results))
     atomic_write_text(run_dir / "outcome.json", json.dumps(outcome.as_dict(), indent=2, default=_json_default))
     return outcome
 
@@ -229,7 +255,8 @@ TRACKING_FILE = "tracking.json"
 
 
 def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, config_sha: str,
-           parent_run_id: Optional[str], git: Dict[str, Any]) -> None:
+           parent_run_id: Optional[str], git: Dict[str, Any], *, run_name: Optional[str] = None,
+           start_ms: Optional[int] = None, note: str = "") -> None:
     """Record the run in MLflow, then write ``tracking.json`` (state ``sent`` or ``unsent``).
 
     ``tracking.json`` holds what a later upload needs beyond the run directory's records:
@@ -239,6 +266,7 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
     tcfg = OmegaConf.select(cfg, "tracking")
     if tcfg is None or not tcfg.enabled:
         return
+    run_name = run_name or outcome.case
     family = str(OmegaConf.select(cfg, "case.family", default="unknown") or "unknown")
     tags = {"verdict": outcome.verdict, "case": outcome.case, "status": outcome.status,
             "config_sha256": config_sha, "git_commit": git["commit"], "git_dirty": str(git["dirty"]),
@@ -246,19 +274,26 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
     tags.update({f"gate.{k}": v for k, v in outcome.gates.items()})
     if outcome.message:
         tags["message"] = outcome.message[:5000]
+    from harness.baseline import regression_metrics, regression_tags
+
+    tags.update(regression_tags(outcome.regression))
+    if note:
+        tags["mlflow.note.content"] = note
     record = {"state": "unsent", "uri": str(tcfg.uri), "artifact_root": tcfg.get("artifact_root"),
-              "experiment": tracking.experiment_name(str(tcfg.experiment_prefix), family),
-              "run_name": outcome.case, "tags": tags, "parent_run_id": parent_run_id,
+              "experiment": str(tcfg.get("experiment") or tracking.experiment_name(str(tcfg.experiment_prefix), family)),
+              "run_name": run_name, "tags": tags, "parent_run_id": parent_run_id,
               "status": {STATUS_OK: "FINISHED", interrupt.STATUS_INTERRUPTED: "KILLED"}.get(outcome.status, "FAILED"),
               "run_uid": tracking.new_run_uid(), "run_id": None, "error": None,
               "worker": {"host": socket.gethostname(), "pid": os.getpid()}}
-    params = tracking.flatten({k: v for k, v in resolved.items() if k not in ("hydra",)})
+    params = tracking.flatten({k: v for k, v in resolved.items() if k not in ("hydra", "suite")})
     try:
         outcome.mlflow_run_id = tracking.record_run(
             uri=record["uri"], artifact_root=record["artifact_root"], experiment=record["experiment"],
-            run_name=outcome.case, params=params, metrics=tracking.run_metrics(outcome.metrics, outcome.gates),
+            run_name=run_name, params=params,
+            metrics={**tracking.run_metrics(outcome.metrics, outcome.gates), **regression_metrics(outcome.regression)},
             series=result.series, tags=tags, artifacts_dir=outcome.run_dir, status=record["status"],
-            parent_run_id=parent_run_id, timeout_s=float(tcfg.timeout_s), run_uid=record["run_uid"])
+            parent_run_id=parent_run_id, timeout_s=float(tcfg.timeout_s), run_uid=record["run_uid"],
+            start_ms=start_ms, end_ms=int(time.time() * 1000))
         record.update(state="sent", run_id=outcome.mlflow_run_id)
     except tracking.TrackingError as exc:
         record["error"] = str(exc)

@@ -155,16 +155,17 @@ def _finite(v: Any) -> float:
 
 
 def start_run(uri: str, experiment_id: str, run_name: str, parent_run_id: Optional[str] = None,
-              tags: Optional[Mapping[str, str]] = None) -> str:
+              tags: Optional[Mapping[str, str]] = None, start_ms: Optional[int] = None) -> str:
+    """Create a run; ``start_ms`` (epoch ms) is its real start when it is recorded afterwards."""
     all_tags = dict(tags or {})
     if parent_run_id:
         all_tags["mlflow.parentRunId"] = parent_run_id
-    run = client(uri).create_run(experiment_id, run_name=run_name, tags=all_tags)
+    run = client(uri).create_run(experiment_id, run_name=run_name, tags=all_tags, start_time=start_ms)
     return run.info.run_id
 
 
-def end_run(uri: str, run_id: str, status: str = "FINISHED") -> None:
-    client(uri).set_terminated(run_id, status=status)
+def end_run(uri: str, run_id: str, status: str = "FINISHED", end_ms: Optional[int] = None) -> None:
+    client(uri).set_terminated(run_id, status=status, end_time=end_ms)
 
 
 def log_artifacts(uri: str, run_id: str, directory: Path) -> None:
@@ -175,15 +176,18 @@ def record_run(*, uri: str, artifact_root: Optional[str], experiment: str, run_n
                params: Mapping[str, str], metrics: Mapping[str, float],
                series: Mapping[str, Sequence[float]], tags: Mapping[str, str],
                artifacts_dir: Path, status: str, parent_run_id: Optional[str] = None,
-               timeout_s: float = 5.0, run_uid: Optional[str] = None) -> str:
+               timeout_s: float = 5.0, run_uid: Optional[str] = None, start_ms: Optional[int] = None,
+               end_ms: Optional[int] = None) -> str:
     """Create one MLflow run holding everything of a case run; returns its run id.
+
+    start_ms / end_ms (epoch ms): the case's real start and end (the run is created after it ran).
 
     Raises TrackingError with a one-line reason when the store is unreachable.
     """
     probe(uri, timeout_s)
     fast = _record_fast(uri=uri, experiment=experiment, run_name=run_name, params=params, metrics=metrics,
                         series=series, tags=tags, artifacts_dir=artifacts_dir, status=status,
-                        parent_run_id=parent_run_id, run_uid=run_uid)
+                        parent_run_id=parent_run_id, run_uid=run_uid, start_ms=start_ms, end_ms=end_ms)
     if fast is not None:
         return fast
     from mlflow.exceptions import MlflowException
@@ -191,14 +195,14 @@ def record_run(*, uri: str, artifact_root: Optional[str], experiment: str, run_n
     try:
         exp_id = ensure_experiment(uri, experiment, artifact_root)
         run_id = start_run(uri, exp_id, run_name, parent_run_id,
-                           tags={RUN_UID_TAG: run_uid} if run_uid else None)
+                           tags={RUN_UID_TAG: run_uid} if run_uid else None, start_ms=start_ms)
         try:
             log_batch(uri, run_id, params=params, metrics=metrics, series=series, tags=tags)
             log_artifacts(uri, run_id, artifacts_dir)
         except KeyboardInterrupt:  # SIGINT/SIGTERM while logging: the started run ends KILLED
             end_run(uri, run_id, "KILLED")
             raise
-        end_run(uri, run_id, status)
+        end_run(uri, run_id, status, end_ms)
         return run_id
     except (MlflowException, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -208,7 +212,8 @@ def record_run(*, uri: str, artifact_root: Optional[str], experiment: str, run_n
 def _record_fast(*, uri: str, experiment: str, run_name: str, params: Mapping[str, str],
                  metrics: Mapping[str, float], series: Mapping[str, Sequence[float]], tags: Mapping[str, str],
                  artifacts_dir: Path, status: str, parent_run_id: Optional[str],
-                 run_uid: Optional[str]) -> Optional[str]:
+                 run_uid: Optional[str], start_ms: Optional[int] = None,
+                 end_ms: Optional[int] = None) -> Optional[str]:
     """:func:`record_run` for an existing local sqlite store without importing MLflow
     (:mod:`harness.mlflow_sqlite`): the same rows as the client calls below; None when it
     does not apply (no store yet, new experiment, another schema) and MLflow must do it."""
@@ -230,7 +235,8 @@ def _record_fast(*, uri: str, experiment: str, run_name: str, params: Mapping[st
     try:
         return mlflow_sqlite.record_run(db, experiment=experiment, run_name=run_name, params=p, metrics=m,
                                         tags={k: str(v) for k, v in dict(tags).items()}, start_tags=start_tags,
-                                        artifacts_dir=Path(artifacts_dir), status=status)
+                                        artifacts_dir=Path(artifacts_dir), status=status,
+                                        start_ms=start_ms, end_ms=end_ms)
     except (sqlite3.Error, OSError) as exc:
         raise TrackingError(f"tracking store {uri}: {exc}") from exc
 
