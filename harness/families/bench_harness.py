@@ -12,7 +12,8 @@ role=bench (the benchmark):
     tracking=local, alternating, ``cli_repeats`` times each, after one warm-up with
     tracking=local that creates the store and the family's experiment (a store's first run
     pays MLflow's schema creation once); added cost of local tracking = best(local) -
-    best(none) [s], both measured in this run.
+    best(none) [s] of wall time (gated) and of CPU time (user + system, logged: steadier on a
+    shared machine), both measured in this run.
 role=work: one job of that comparison: ``work_repeats`` LU factorisations and solves of a
   fixed, well-conditioned ``work_n`` x ``work_n`` system; metric work_residual (relative).
 """
@@ -95,29 +96,39 @@ def _sweep(p: Dict[str, Any], outputs: Path, launcher: List[str]) -> Dict[str, A
     return {"launcher": " ".join(launcher) or "basic", "wall_s": wall, "jobs": p["sweep_jobs"]}
 
 
-def _cli_once(p: Dict[str, Any], outputs: Path, tracking: str) -> float:
-    """Wall time [s] of one whole CLI process; checks it ran and (local) recorded an MLflow run."""
+def _children_cpu_s() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _cli_once(p: Dict[str, Any], outputs: Path, tracking: str) -> Dict[str, float]:
+    """Wall and CPU time (user + system) [s] of one whole CLI process; checks it ran and
+    (local) recorded an MLflow run. CPU time barely moves with the load of a shared machine."""
     cmd = [sys.executable, "-m", "harness", f"+case={p['cli_case']}", f"tracking={tracking}"]
-    t0 = time.perf_counter()
+    cpu0, t0 = _children_cpu_s(), time.perf_counter()
     res = subprocess.run(cmd, env=_env(outputs), capture_output=True, text=True, timeout=600)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _children_cpu_s() - cpu0
     recorded = re.search(r"run=[0-9a-f]{32}", res.stdout) is not None
     if res.returncode != 0 or recorded != (tracking == "local"):
         raise RuntimeError(f"CLI tracking={tracking} failed ({res.returncode}): "
                            f"{(res.stdout + res.stderr).strip().splitlines()[-3:]}")
-    return wall
+    return {"wall_s": wall, "cpu_s": cpu}
 
 
 def _cli(p: Dict[str, Any], outputs: Path) -> Dict[str, Any]:
     """tracking=local against tracking=none as whole processes, alternating (see module docstring)."""
-    warmup = _cli_once(p, outputs, "local")
+    warmup = _cli_once(p, outputs, "local")["wall_s"]
     runs = []
     for i in range(p["cli_repeats"]):
         for tracking in ("none", "local") if i % 2 == 0 else ("local", "none"):
-            runs.append({"tracking": tracking, "wall_s": _cli_once(p, outputs, tracking)})
+            runs.append({"tracking": tracking, **_cli_once(p, outputs, tracking)})
     best = {t: min(r["wall_s"] for r in runs if r["tracking"] == t) for t in ("none", "local")}
+    cpu = {t: min(r["cpu_s"] for r in runs if r["tracking"] == t) for t in ("none", "local")}
     return {"case": p["cli_case"], "warmup_ran": True, "warmup_local_s": warmup, "runs": runs,
-            "none_best_s": best["none"], "local_best_s": best["local"], "added_s": best["local"] - best["none"]}
+            "none_best_s": best["none"], "local_best_s": best["local"], "added_s": best["local"] - best["none"],
+            "added_cpu_s": cpu["local"] - cpu["none"]}
 
 
 def run(cfg, ctx: RunContext) -> CaseResult:
@@ -146,7 +157,8 @@ def run(cfg, ctx: RunContext) -> CaseResult:
                "basic_wall_s": basic["wall_s"], "joblib_wall_s": joblib["wall_s"],
                "joblib_speedup": basic["wall_s"] / joblib["wall_s"],
                "cli_none_s": cli["none_best_s"], "cli_local_s": cli["local_best_s"],
-               "cli_tracking_added_s": cli["added_s"], "cli_warmup_ran": 1.0}
+               "cli_tracking_added_s": cli["added_s"], "cli_tracking_added_cpu_s": cli["added_cpu_s"],
+               "cli_warmup_ran": 1.0}
     log.info("harness overhead median %.3g s; joblib speed-up %.3g", metrics["overhead_median_s"],
              metrics["joblib_speedup"])
     return CaseResult(metrics=metrics, series={"overhead_s": overheads},

@@ -117,7 +117,7 @@ def test_unreachable_store_exits_2_and_keeps_the_run_directory(tmp_path):
     # the error on stderr, once; stdout holds only the case line
     out = [ln for ln in res.stdout.splitlines() if ln.strip()]
     assert len(out) == 1 and out[0].startswith("load_transfer/uniform_pressure  TRACKING_ERROR  "), out
-    assert "unreachable" not in res.stdout
+    assert "tracking store http://127.0.0.1:9 unreachable" not in res.stdout
     assert res.stderr.count("tracking store http://127.0.0.1:9 unreachable") == 1, res.stderr
     assert "python -m harness.sync" in res.stderr
     run_dir = next((tmp_path / "runs" / "load_transfer" / "uniform_pressure").iterdir())

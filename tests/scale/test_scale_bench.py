@@ -46,6 +46,9 @@ def test_harness_overhead_benchmark_logs_what_it_measured(tmp_path, sc):
     best = {t: min(r["wall_s"] for r in cli["runs"] if r["tracking"] == t) for t in ("local", "none")}
     assert m["cli_tracking_added_s"] == pytest.approx(best["local"] - best["none"], rel=1e-12)
     assert (m["cli_local_s"], m["cli_none_s"]) == (best["local"], best["none"])
+    cpu = {t: min(r["cpu_s"] for r in cli["runs"] if r["tracking"] == t) for t in ("local", "none")}
+    assert m["cli_tracking_added_cpu_s"] == pytest.approx(cpu["local"] - cpu["none"], rel=1e-12)
+    assert all(0 < r["cpu_s"] for r in cli["runs"])
     assert metrics["gates"]["cli_tracking_added_s"]["band"]["pass_max"] == 0.8
     cli_store = MlflowClient(f"sqlite:///{run_dir / 'inner' / 'cli' / 'mlflow.db'}")
     cli_exp = cli_store.get_experiment_by_name("harness/load_transfer")

@@ -38,7 +38,8 @@ def test_unreachable_server_keeps_run_directories_and_sync_uploads_them_once(mlf
                       "tracking.timeout_s=1"], out)
     assert res.returncode == 2, res.stdout + res.stderr  # 2: records not sent
     assert "study sweep  PASS  jobs=3 failed=0" in res.stdout and "unsent=3" in res.stdout
-    assert "unreachable" not in res.stdout and res.stderr.count("unreachable") == 1 + 3  # parent + jobs, once each
+    gone = f"tracking store {dead} unreachable"
+    assert gone not in res.stdout and res.stderr.count(gone) == 1 + 3, res.stderr  # parent + jobs, once each
     sweep = sc.latest_sweep(out)
     for job in range(3):
         d = sweep / str(job)

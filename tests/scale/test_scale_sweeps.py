@@ -132,7 +132,8 @@ def test_slurm_launcher_config_extends_the_submitit_plugin(tmp_path, sc):
 def test_a_sweep_stopped_by_a_bad_job_config_leaves_no_running_parent(tmp_path, sc):
     out = tmp_path / "outputs"
     res = sc.harness(["-m", *sc.SMALL, "source.n_rings=4,abc"], out)
-    assert res.returncode == 2 and "source.n_rings" in res.stderr, res.stdout + res.stderr
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "harness: error: source (conf/source/" in res.stderr and "n_rings: expected int, got 'abc'" in res.stderr
     client = MlflowClient(f"sqlite:///{out}/mlflow.db")
     exp = client.get_experiment_by_name("harness/load_transfer")
     (parent,) = client.search_runs([exp.experiment_id], filter_string="tags.kind = 'study'")
