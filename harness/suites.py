@@ -154,7 +154,10 @@ def per_job(arg: str) -> str:
 def hydra_args(suite_choice: str, cases: Sequence[CaseInfo], user_args: Sequence[str]) -> List[str]:
     """The multirun command line that runs ``cases`` as one suite (Hydra's own launch log off:
     the suite prints one line per case and its table)."""
-    quiet = [] if any(a.startswith("hydra/hydra_logging=") for a in user_args) else ["hydra/hydra_logging=disabled"]
+    # warnings only (on stderr, as conf/config.yaml routes them); "disabled" would drop the
+    # console handler that conf/config.yaml extends
+    quiet = ([] if any(a.startswith(("hydra/hydra_logging=", "hydra.hydra_logging.")) for a in user_args)
+             else ["hydra.hydra_logging.root.level=WARNING"])
     return ["-m", f"suite={suite_choice}", "+case=" + ",".join(c.name for c in cases),
             f"hydra.sweep.dir={sweep_dir_pattern()}",
             "hydra.callbacks.study._target_=harness.suites.SuiteCallback", *quiet, *(per_job(a) for a in user_args)]
