@@ -64,3 +64,4 @@ def test_bench_reports_ratio(harness_env):
                                                       "case.params.n_steps=3"])
     assert out.status == "ok"
     assert out.metrics["ratio_to_lammps_1000"] > 0 and np.isfinite(out.metrics["ours_peak_mem_mb_1000"])
+    assert out.metrics["jit_warmup"] == 1.0 and out.metrics["jit_warmup_s"] > 0
