@@ -55,6 +55,7 @@ class VesselSourceConf:
     wave_direction: float = 0.0  # rad, come from
     demands: Dict[str, Any] = field(default_factory=dict)  # rotation|azimuth|pitch_ratio|rudder -> {name: [[t, v]]}
     track_work: bool = False
+    jacobian: str = "analytic"  # analytic: the compiled Jacobian to the integrators | none: their difference quotients
 
 
 store_schema("source_vessel", VesselSourceConf)

@@ -35,6 +35,7 @@ VEL = ("u", "v", "w", "p", "q", "r")
 STATEFUL_MODES = ("step", "rhs")
 SOLVE_MODES = ("auto", "whole", "window", "per_step")
 HOLDS = ("linear", "zoh")
+JACOBIANS = ("analytic", "none")
 _ONE_INTERVAL = np.array([0.0, 1.0])  # time knots of a single held input row
 
 
@@ -112,11 +113,14 @@ class Vessel:
     lag_form   : ``exp`` (alpha = 1 - exp(-dt/tau)) or ``seed`` (alpha = 1/(1 + tau/dt))
     ema_tau    : s, time constant of the position moving average
     track_work : integrate the power of all loads as a 13th state
+    jacobian   : ``analytic`` -- the integrators get :meth:`jac` (compiled; analytic where the
+                 loads are smooth, differences where a coefficient table makes them piecewise);
+                 ``none`` -- they form their own (difference quotients of the field)
     """
 
     def __init__(self, data: VesselData, forces: Iterable[str] = FORCE_MODELS, environment: Optional[Environment] = None,
                  demands: Optional[Demands] = None, lag_form: str = "exp", ema_tau: float = EMA_TAU,
-                 track_work: bool = False):
+                 track_work: bool = False, jacobian: str = "analytic"):
         self.data = data
         self.env = environment or Environment()
         self.loads = ForceModel(data, forces, self.env)
@@ -125,6 +129,9 @@ class Vessel:
         if not ema_tau > 0:
             raise ValueError(f"ema_tau: must be > 0, got {ema_tau}")
         self.lag_form, self.ema_tau, self.track_work = lag_form, float(ema_tau), bool(track_work)
+        if jacobian not in JACOBIANS:
+            raise ValueError(f"jacobian: must be one of {JACOBIANS}, got {jacobian!r}")
+        self.jacobian = jacobian
         self.demands = demands or Demands()
         self._schedules = self._build_schedules(self.demands)
         self._inputs: Optional[Inputs] = None
@@ -167,6 +174,15 @@ class Vessel:
                                   *self.loads.packed)
         row = self._inputs.row()[None, :]
         return compiled.field(t, y, row, row, _ONE_INTERVAL, False, self.inv_total_mass, *self.loads.packed)
+
+    def jac(self, t: float, y: np.ndarray) -> np.ndarray:
+        """Jacobian d(rhs)/dy (n, n) with the inputs :meth:`rhs` sees at t (compiled, one call)."""
+        if self._track is not None and self._rhs_step is None:
+            tr = self._track
+            return compiled.jacobian(t, y, tr.base, tr.slope, tr.t_grid, tr.linear, self.inv_total_mass,
+                                     *self.loads.packed)
+        row = self._inputs.row()[None, :]
+        return compiled.jacobian(t, y, row, row, _ONE_INTERVAL, False, self.inv_total_mass, *self.loads.packed)
 
     def kinetic_energy(self, nu: np.ndarray) -> np.ndarray:
         """0.5 nu^T (M + A) nu (J) for nu (k, 6)."""
@@ -335,7 +351,8 @@ class Vessel:
     def _problem(self, y: np.ndarray, t_a: float, t_b: float):
         from models.integrators.base import ODEProblem
 
-        return ODEProblem(self.rhs, y, (t_a, t_b), names=self.state_names())
+        jac = self.jac if self.jacobian == "analytic" else None
+        return ODEProblem(self.rhs, y, (t_a, t_b), jac=jac, names=self.state_names())
 
     def _run_per_step(self, integrator, t_grid, y0, initial, qa0, stateful, hold, stats):
         n_out = t_grid.size - 1
