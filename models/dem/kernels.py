@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover - depends on the environment
         return deco
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")  # no ZeroDivisionError checks in the loop (dist > 0 where divided)
 def pair_forces(x, v, w, radius, mass, pairs, hkeys, hxi, N, dt, hertz, hm_c, k_n, eta, zeta,
                 attractive, tang, kt_ratio, mu, mu_r, Estar, Gstar, F, T):  # pragma: no cover - compiled
     P = pairs.shape[0]
