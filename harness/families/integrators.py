@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -363,6 +364,22 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
           if k.startswith("ratio_ros2_to_radau_") and k.endswith("_1e-3") and "equal_scd" not in k]
     metrics["ratio_ros2_to_radau_rtol1e-3_max"] = max(r3) if r3 else math.nan
     metrics.update(warm.metrics())
+    wp_problems = params.get("wp_problems", [])
+    if wp_problems:  # against CVODE at equal accuracy (harness.families.integrators_wp)
+        from harness.families import integrators_wp as WP
+
+        with ctx.stage("versus_cvode"):
+            wp, wp_rows, curves = WP.versus_cvode(wp_problems, params.get("wp_rtols", [1e-2, 1e-3, 1e-4, 1e-5]),
+                                                  repeats, lambda name: _problem({"problem": name}),
+                                                  lambda name, **kw: get(name)(**kw), scd_end)
+        metrics.update(wp)
+        for level in WP.SCD_LEVELS[:2]:  # the regime where a one-step method should win (small problems)
+            r = [v for k, v in wp.items() if k.startswith(f"ratio_ros2_to_cvode_scd{level:g}_")
+                 and wp.get("n_states_" + k.split("_", 5)[-1], 0) < 100]
+            metrics[f"ratio_ros2_to_cvode_scd{level:g}_small_max"] = max(r) if r else math.nan
+        ctx.write_json("versus_cvode.json", wp_rows)
+        ctx.write_bytes("work_precision_vs_cvode.png", WP.plot(curves))
+    metrics["n_cores"] = float(os.cpu_count() or 1)
     ctx.write_json("bench.json", rows)
     return CaseResult(metrics=metrics, info={"problems": problems, "rtols": rtols, "repeats": repeats})
 
