@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List
@@ -644,15 +645,22 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     for _, integ in pair:  # imports, JIT compilation and first-call costs out of the timing
         warm(_simulate, vessel, integ, short)
     metrics.update(warm.metrics())
-    runs = {}
+    from harness.families.vessel_cost import Clocked, plot as plot_cost
+
+    runs, curves = {}, {}
     for label, integ in pair:
+        clock = Clocked(integ)
         start = time.perf_counter()
         with ctx.stage(f"simulate_{label}"):
-            r = runs[label] = _simulate(vessel, integ, sim)
+            r = runs[label] = _simulate(vessel, clock.start(), sim)
         wall = time.perf_counter() - start
+        curves[f"{label}: {integ.name}"] = clock.curve()
         metrics[f"{label}.realtime_factor"] = span / wall if r.success else 0.0
         metrics.update(_stats(f"{label}.", r))
     metrics["speedup_vs_reference"] = metrics["main.realtime_factor"] / max(metrics["reference.realtime_factor"], 1e-300)
+    metrics["jacobian_analytic"] = 1.0 if getattr(vessel, "jacobian", "none") == "analytic" else 0.0
+    metrics["n_cores"] = float(os.cpu_count() or 1)
+    ctx.write_bytes("cost_vs_simulated_time.png", plot_cost(curves))
     # what the speed buys: each trajectory against the main integrator at tight tolerances
     tight = params.get("accuracy_reference") or {"rtol": 1.0e-11, "atol": 1.0e-13}
     with ctx.stage("simulate_accuracy_reference"):
