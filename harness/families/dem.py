@@ -538,14 +538,44 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         if p.threads > 1:
             metrics.update(_bench_parallel(ctx, mat, n, p, best_ours))
     ours = [v for k, v in metrics.items() if k.startswith("ours_particle_steps_per_s_")]
-    ratios = [v for k, v in metrics.items() if k.startswith("ratio_to_lammps_")]
+    ratios = [metrics[f"ratio_to_lammps_{n}"] for n in sizes if f"ratio_to_lammps_{n}" in metrics]  # one core
     metrics["ours_particle_steps_per_s_max"] = max(ours)
     metrics["ratio_to_lammps_min"] = min(ratios) if ratios else math.nan
     if p.threads > 1:  # the largest size decides the parallel targets (scaling needs work per thread)
         big = sizes[-1]
         metrics[f"ratio_to_lammps_{p.threads}_largest"] = metrics.get(f"ratio_to_lammps_{p.threads}_{big}", math.nan)
         metrics[f"ours_speedup_1_to_{p.threads}_largest"] = metrics[f"ours_speedup_1_to_{p.threads}_threads_{big}"]
+    ctx.write_bytes("cost_vs_spheres.png", _plot_cost(metrics, sizes, p.threads))
     return CaseResult(metrics=metrics, info={"sizes": list(sizes), "backend": ours_backend(sizes[-1])})
+
+
+def _plot_cost(metrics: Dict[str, float], sizes, threads: int) -> bytes:
+    """Log-log: wall time per step (s) against the number of spheres, ours and LAMMPS, 1 and k cores."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = {"ours, 1 thread": "ours_particle_steps_per_s_{}", "LAMMPS, 1 rank": "lammps_particle_steps_per_s_{}",
+              f"ours, {threads} threads": f"ours_threads{threads}_particle_steps_per_s_{{}}",
+              f"LAMMPS, {threads} ranks": f"lammps_ranks{threads}_particle_steps_per_s_{{}}"}
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for label, key in series.items():
+        pts = [(n, n / metrics[key.format(n)])
+               for n in sizes if metrics.get(key.format(n), 0) > 0]
+        if pts:
+            ax.loglog(*zip(*pts), "o-" if "ours" in label else "s--", label=label)
+    ax.set_xlabel("spheres (requested)")
+    ax.set_ylabel("wall time per step (s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("dense Hertz-Mindlin packing: cost per step")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
 
 
 def _bench_parallel(ctx: RunContext, mat, n: int, p: BenchParams, ours_1: float) -> Dict[str, float]:

@@ -69,6 +69,8 @@ def test_bench_reports_ratio(harness_env):
     assert m["ours_threads2_particle_steps_per_s_1000"] > 0 and m["ratio_to_lammps_2_1000"] > 0
     assert m["ours_speedup_1_to_2_largest"] == m["ours_speedup_1_to_2_threads_1000"]
     assert 100.0 < m["lammps_peak_mem_bytes_per_sphere_1000"] and 100.0 < m["ours_peak_mem_bytes_per_sphere_1000"]
+    assert (out.run_dir / "cost_vs_spheres.png").stat().st_size > 1000
+    assert m["ratio_to_lammps_min"] == m["ratio_to_lammps_1000"]  # one core only; two cores apart
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba not installed")
