@@ -660,6 +660,7 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     metrics["speedup_vs_reference"] = metrics["main.realtime_factor"] / max(metrics["reference.realtime_factor"], 1e-300)
     metrics["jacobian_analytic"] = 1.0 if getattr(vessel, "jacobian", "none") == "analytic" else 0.0
     metrics["n_cores"] = float(os.cpu_count() or 1)
+    metrics["threads"] = 1.0  # the field, the Jacobian and both solvers run on one thread
     ctx.write_bytes("cost_vs_simulated_time.png", plot_cost(curves))
     # what the speed buys: each trajectory against the main integrator at tight tolerances
     tight = params.get("accuracy_reference") or {"rtol": 1.0e-11, "atol": 1.0e-13}
