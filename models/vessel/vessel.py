@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional
 import numpy as np
 import scipy.linalg
 
-from models.vessel import compiled
+from models.vessel import compiled, stepping
 from models.vessel.actuators import EMA_TAU, Schedule, ema_gain, ema_step, lag_gain, lag_step, rate_limit_step
 from models.vessel.data import VesselData
 from models.vessel.forces import FILTER_RAO_MOTION, FILTER_WAVE_FORCE, FORCE_MODELS, Environment, ForceModel, Inputs
@@ -415,11 +415,7 @@ class Vessel:
                 trial = copy.deepcopy(st)
                 ys = sol.y
                 last = a + len(ys) - 1
-                for i in range(a, last):
-                    trial.inputs = _inputs_at(rec, i + 1)
-                    self.advance_filters(trial, dt, ys[i - a, :6] + trial.wf_offset)
-                    self.apply_rao(trial, t_grid[i + 1], ys[i + 1 - a, 5] + trial.wf_offset[5])
-                    self._record(rec, i + 1, ys[i + 1 - a], trial)
+                self._filters_window(trial, rec, ys, a, last, t_grid, dt)
                 change = float(np.max(np.abs(rec["chi"][a + 1:last + 1] - chi_used[:last - a]))) if last > a else 0.0
                 if not ok or not waves_on or change <= pass_tol:
                     stats["chi_change"] = max(stats.get("chi_change", 0.0), change)
@@ -431,6 +427,33 @@ class Vessel:
             if last < b:
                 break
         return rec, st, ok, reason, a
+
+    def _filters_window(self, st: StepState, rec, ys: np.ndarray, a: int, last: int, t_grid: np.ndarray,
+                        dt: float) -> None:
+        """:meth:`advance_filters`, :meth:`apply_rao` and the records for output steps a+1..last of
+        a solved window (states ``ys``), in one compiled call (:mod:`models.vessel.stepping`)."""
+        m = last - a
+        if m <= 0:
+            return
+        waves = self.data.waves
+        out = {k: np.empty((m, 6)) for k in ("q_avg", "wf", "wamp", "wph")}
+        chi = np.empty(m)
+        rao = np.empty((2, 6))
+        ys = np.ascontiguousarray(ys, dtype=np.float64)
+        stepping.filters_pass(ys, np.ascontiguousarray(t_grid[a + 1:last + 1]), ema_gain(dt, self.ema_tau),
+                              float(self.env.wave_direction), float(self.env.wave_amplitude),
+                              1.0 if "waves" in self.loads.enabled else 0.0, float(waves.frequency), waves.heading,
+                              waves._stack, FILTER_WAVE_FORCE, FILTER_RAO_MOTION, st.q_avg, st.wf_offset,
+                              st.q_rao_prev, out["q_avg"], out["wf"], out["wamp"], out["wph"], chi, rao)
+        rows = slice(a + 1, last + 1)
+        rec["q_avg"][rows], rec["wf"][rows], rec["chi"][rows] = out["q_avg"], out["wf"], chi
+        rec["wamp"][rows], rec["wph"][rows] = out["wamp"], out["wph"]
+        rec["q_lf"][rows], rec["nu"][rows] = ys[1:m + 1, :6], ys[1:m + 1, 6:12]
+        if self.track_work:
+            rec["work"][rows] = ys[1:m + 1, 12]
+        st.inputs = _inputs_at(rec, last)
+        st.rao_amp, st.rao_phase, st.chi = rao[0].copy(), rao[1].copy(), float(chi[-1])
+        st.n_updates += m
 
     def _guess_wave_knots(self, rec, a: int, b: int) -> None:
         """Wave-heading knots a+1..b extrapolated linearly from the last two, and their wave inputs."""
