@@ -75,10 +75,47 @@ def _filters_pass(ys, t_next, g, wave_dir, zeta, on, freq, heading, stack, f_for
         o_chi[k] = chi
 
 
+def _wave_knots(chi, heading, stack, zeta, f_force, o_wamp, o_wph):
+    """Wave force inputs (amplitude x zeta x filter, phase) (m, 6) at the headings chi (m,) (rad, wrapped here)."""
+    tab = np.empty((4, 6))
+    for k in range(chi.shape[0]):
+        c = math.pi - ((math.pi - chi[k]) % (2.0 * math.pi))
+        _wave_tables_at(c, heading, stack, tab)
+        for j in range(6):
+            o_wamp[k, j] = zeta * tab[0, j] * f_force[j]
+            o_wph[k, j] = tab[1, j]
+
+
+def _lag_series(x0, demand, alpha, out):
+    """``actuators.lag_step`` over the rows of ``demand`` (n, k): out[i] = the state after step i."""
+    x = x0.copy()
+    for i in range(demand.shape[0]):
+        for j in range(x.shape[0]):
+            x[j] = x[j] + alpha[j] * (demand[i, j] - x[j])
+            out[i, j] = x[j]
+
+
+def _rate_limit_series(x0, demand, step, max_value, out):
+    """``actuators.rate_limit_step`` (demand clipped to +-max_value, moves of at most ``step``) over the rows."""
+    x = x0.copy()
+    for i in range(demand.shape[0]):
+        for j in range(x.shape[0]):
+            target = min(max(demand[i, j], -max_value[j]), max_value[j])
+            x[j] = x[j] + min(max(target - x[j], -step[j]), step[j])
+            out[i, j] = x[j]
+
+
 try:  # numba is a dependency; without it the same functions run as Python
     from numba import njit as _njit
 
+    lag_series = _njit(cache=True)(_lag_series)
+    rate_limit_series = _njit(cache=True)(_rate_limit_series)
+
     _wave_tables_at = _njit(cache=True)(_wave_tables_at)
     filters_pass = _njit(cache=True)(_filters_pass)
+    wave_knots = _njit(cache=True)(_wave_knots)
 except ImportError:  # pragma: no cover - exercised where numba is absent
     filters_pass = _filters_pass
+    wave_knots = _wave_knots
+    lag_series = _lag_series
+    rate_limit_series = _rate_limit_series

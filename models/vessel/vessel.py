@@ -391,9 +391,7 @@ class Vessel:
         # actuator knots (state independent): knot i+1 = after the update of step i
         st = self._new_state(initial, qa0, t_grid[0])
         self._record(rec, 0, y0, st)
-        for i in range(n_out):
-            self.advance_actuators(st.inputs, t_grid[i], dt, initial)
-            self._record(rec, i + 1, None, st)
+        self._actuator_knots(rec, st, t_grid, dt, initial)
         waves_on = "waves" in self.loads.enabled and self.env.wave_amplitude > 0
         st = self._new_state(initial, qa0, t_grid[0])
         st.inputs = _inputs_at(rec, 0)
@@ -427,6 +425,40 @@ class Vessel:
             if last < b:
                 break
         return rec, st, ok, reason, a
+
+    def _actuator_knots(self, rec, st: StepState, t_grid: np.ndarray, dt: float, initial: Inputs) -> None:
+        """:meth:`advance_actuators` and the records of knots 1..n for every output step at once
+        (the actuators do not depend on the state): demands sampled at t_0..t_n-1, then the lags
+        and the rate limiter as compiled recurrences (:mod:`models.vessel.stepping`)."""
+        n_out = t_grid.size - 1
+        rows = slice(1, n_out + 1)
+        rec["q_avg"][rows], rec["wf"][rows], rec["chi"][rows] = st.q_avg, st.wf_offset, st.chi
+        rec["wamp"][rows], rec["wph"][rows] = st.inputs.wave_force_amp, st.inputs.wave_force_phase
+        t = t_grid[:-1]
+        props, ruds, inp = self.data.propellers, self.data.rudders, st.inputs
+
+        def demand(kind, current):
+            return np.column_stack([np.broadcast_to(s(t), t.shape) if s is not None else np.full(t.size, c)
+                                    for s, c in zip(self._schedules[kind], current)]).astype(np.float64)
+
+        if props:
+            nmax = np.array([p.max_rotation for p in props])
+            for kind, key, taus, d in (
+                    ("rotation", "rot", [p.rotation_time for p in props],
+                     np.clip(demand("rotation", initial.rotation), -nmax, nmax)),
+                    ("azimuth", "az", [p.azimuth_time for p in props], demand("azimuth", initial.azimuth)),
+                    ("pitch_ratio", "pd", [p.pitch_time for p in props], demand("pitch_ratio", initial.pitch_ratio))):
+                out = np.empty((n_out, len(props)))
+                stepping.lag_series(np.asarray(getattr(inp, kind), dtype=np.float64), np.ascontiguousarray(d),
+                                    np.asarray(lag_gain(dt, taus, self.lag_form), dtype=np.float64), out)
+                rec[key][rows] = out
+        if ruds:
+            out = np.empty((n_out, len(ruds)))
+            stepping.rate_limit_series(np.asarray(inp.rudder, dtype=np.float64),
+                                       np.ascontiguousarray(demand("rudder", initial.rudder)),
+                                       np.array([r.rate_limit for r in ruds]) * dt,
+                                       np.array([r.max_angle for r in ruds]), out)
+            rec["rud"][rows] = out
 
     def _filters_window(self, st: StepState, rec, ys: np.ndarray, a: int, last: int, t_grid: np.ndarray,
                         dt: float) -> None:
@@ -462,10 +494,10 @@ class Vessel:
         slope = rec["chi"][a] - rec["chi"][a - 1] if a >= 1 else 0.0
         chi = rec["chi"][a] + slope * np.arange(1, b - a + 1)
         rec["chi"][a + 1:b + 1] = chi
-        zeta = self.env.wave_amplitude
-        for k, c in enumerate(chi, start=a + 1):
-            famp, fph, _, _ = self.data.waves.at(float(wrap_to_pi(c)))
-            rec["wamp"][k], rec["wph"][k] = zeta * famp * FILTER_WAVE_FORCE, fph
+        wamp, wph = np.empty((chi.size, 6)), np.empty((chi.size, 6))
+        stepping.wave_knots(np.ascontiguousarray(chi, dtype=np.float64), self.data.waves.heading,
+                            self.data.waves._stack, float(self.env.wave_amplitude), FILTER_WAVE_FORCE, wamp, wph)
+        rec["wamp"][a + 1:b + 1], rec["wph"][a + 1:b + 1] = wamp, wph
 
     def state_names(self) -> List[str]:
         return list(DOF) + list(VEL) + (["work"] if self.track_work else [])
