@@ -589,7 +589,7 @@ def _bench_parallel(ctx: RunContext, mat, n: int, p: BenchParams, ours_1: float)
     import tempfile
 
     work = tempfile.mkdtemp(prefix="lammps_mpi_")  # input and log files of the MPI runs, removed below
-    have_mpi = lammps_peer.available() and lammps_peer._mpirun() is not None
+    have_mpi = lammps_peer.available() and lammps_peer.mpirun() is not None
     for _ in range(p.repeats):
         with ctx.stage(f"ours_{n}_threads{k}"):
             best_ours = max(best_ours, lammps_peer.bench_ours(mat, n, p.n_steps, p.packing_fraction,

