@@ -216,18 +216,29 @@ def pair_forces_parallel(x, v, w, radius, mass, pairs, hkeys, hxi, N, dt, hertz,
     cfnraw = np.empty(P)
     nkeys = np.empty(P, np.int64)
     nxi = np.empty((P, 3))
-    Fc = np.zeros((C, F.shape[0], 3))
-    Tc = np.zeros((C, T.shape[0], 3))
-    counts = np.zeros((C, 2), np.int64)
-    dissc = np.zeros(C)
+    # np.empty, zeroed by the block's own thread: np.zeros would be a parallel region of its own
+    # (a thread wake-up each) under parallel=True
+    Fc = np.empty((C, F.shape[0], 3))
+    Tc = np.empty((C, T.shape[0], 3))
+    counts = np.empty((C, 2), np.int64)
+    dissc = np.empty(C)
     for c in prange(C):
+        Fb = Fc[c]
+        Tb = Tc[c]
+        for k in range(Fb.shape[0]):
+            for a in range(3):
+                Fb[k, a] = 0.0
+                Tb[k, a] = 0.0
+        counts[c, 0] = 0
+        counts[c, 1] = 0
+        dissc[c] = 0.0
         p0 = bounds[c]
         p1 = bounds[c + 1]
         if p1 <= p0:
             continue
         hp = np.searchsorted(hkeys, pairs[p0, 0] * N + pairs[p0, 1])
         nc, nh, d = _pairs_range(p0, p1, hp, x, v, w, radius, mass, pairs, hkeys, hxi, N, dt, hertz, hm_c, k_n,
-                                 eta, zeta, attractive, tang, kt_ratio, mu, mu_r, Estar, Gstar, Fc[c], Tc[c], ci, cj,
+                                 eta, zeta, attractive, tang, kt_ratio, mu, mu_r, Estar, Gstar, Fb, Tb, ci, cj,
                                  cdelta, cfn, cfnraw, nkeys, nxi, p0)
         counts[c, 0] = nc
         counts[c, 1] = nh
