@@ -296,6 +296,9 @@ class DEMSystem:
         if self.threads > 1:
             import numba
 
+            from models.dem.kernels import prefer_workqueue
+
+            prefer_workqueue()
             numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))
             ci, cj, cd, cfn, craw, nk, nx, diss = pair_forces_parallel(*args, self.threads)
         else:
