@@ -32,6 +32,7 @@ from harness import metrics as Mx
 from harness.configs import store_schema
 from harness.params import build, case_params
 from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.warmup import WarmUp
 
 log = logging.getLogger(__name__)
 
@@ -194,9 +195,12 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         raise HarnessInputError(f"case.params.rho_inf: must lie in [0, 1], got {p.rho_inf}")
     with ctx.stage("build"):
         problem, reductor, t = _sliding_setup(cfg, p.t_end, p.dt, "the sliding case")
+    warm = WarmUp()
     with _blas_threads(1):  # the same single-threaded BLAS for both timings
         with ctx.stage("offline_basis"), _guard("operator"):
             basis = reductor.build(problem, t)
+        with ctx.stage("jit_warmup"):  # compilation out of both timings (issue 17/18)
+            _warm_up(warm, problem, p.dt, p.rho_inf, (p.solver,), basis)
         with ctx.stage("full_model"):
             full = problem.simulate(p.t_end, p.dt, p.rho_inf, p.solver)
         with ctx.stage("reduced_model"):
@@ -226,6 +230,7 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         "max_energy_full_J": float(np.max(full.energy)),
         "max_constraint_work_J": float(np.max(np.abs(full.W_constraint))),
         "n_steps": float(t.size - 1),
+        **warm.metrics(),
     }
     log.info("beam: rms %.4g tip %.4g time ratio %.3g", metrics["rms_error"], metrics["tip_rms_error"],
              metrics["time_ratio"])
@@ -373,6 +378,15 @@ def static(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     return CaseResult(metrics=metrics)
 
 
+def _warm_up(warm: WarmUp, problem, dt: float, rho_inf: float, solvers, basis) -> None:
+    """Two steps of the full and the reduced model per solver: the compiled step loops
+    (models.beam.genalpha) are compiled or loaded from the cache before any timing."""
+    for solver in solvers:
+        warm(problem.simulate, 2.0 * dt, dt, rho_inf, solver)
+        if basis is not None:
+            warm(problem.simulate, 2.0 * dt, dt, rho_inf, solver, basis=basis)
+
+
 # ---------------------------------------------------------------- benchmark
 def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """Reduced vs full online wall time on the same grid (best of ``repeats``), per solver."""
@@ -405,6 +419,11 @@ def _bench_timings(ctx: RunContext, p: BenchParams, problem, reductor, t) -> Dic
     for solver in p.solvers:
         if solver not in ("schur", "kkt"):
             raise HarnessInputError(f"case.params.solvers: each must be 'schur' or 'kkt', got {solver!r}")
+    warm = WarmUp()
+    with ctx.stage("jit_warmup"):
+        _warm_up(warm, problem, p.dt, p.rho_inf, tuple(p.solvers), basis)
+    metrics.update(warm.metrics())
+    for solver in p.solvers:
         tf, tr = [], []
         with ctx.stage(f"timing_{solver}"):
             for _ in range(p.repeats):  # interleaved so that machine load hits both alike
@@ -521,6 +540,9 @@ def exudyn_peer(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     problem, reductor, t = _sliding_setup(cfg, p.t_end, p.dt, "the ANCF peer")
     with ctx.stage("offline_basis"), _guard("operator"):
         basis = reductor.build(problem, t)
+    warm = WarmUp()
+    with ctx.stage("jit_warmup"):
+        _warm_up(warm, problem, p.dt, p.rho_inf, ("schur",), basis)
     with ctx.stage("full_model"):
         full = problem.simulate(p.t_end, p.dt, p.rho_inf)
     with ctx.stage("reduced_model"):
@@ -551,6 +573,7 @@ def exudyn_peer(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         "time_ratio_reduced_vs_ancf": red.wall_time_s / anc.wall_time_s,
         "time_ratio_full_vs_ancf": full.wall_time_s / anc.wall_time_s,
         "max_tip_ancf_m": float(np.max(np.abs(anc.tip))),
+        **warm.metrics(),
     }
     with ctx.stage("records"):
         _npz(ctx, "ancf_comparison.npz", t=t, tip_ancf=anc.tip, tip_full=full.tip, tip_red=red.tip,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from harness import metrics as M
 from harness.configs import store_schema
 from harness.params import build
 from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.warmup import WarmUp
 
 log = logging.getLogger(__name__)
 
@@ -241,10 +243,14 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     params = _params(cfg)
     tp = _problem(params)
     integ = _integrator(cfg.integrator, tp, params)
+    warm = WarmUp()
+    if integ.name == "ros2_adaptive":  # its compiled stage kernels: compiled / loaded before the timing
+        warm(_warm_up_ros2, integ)
     start = time.perf_counter()
     sol = _solve(integ, tp, ctx)
     wall = time.perf_counter() - start
     metrics = _result_metrics(sol, tp, integ, wall)
+    metrics.update(warm.metrics())
     if integ.name == "ros2":  # fixed step: the error constant e / h^2 is independent of the level
         t0, t1 = tp.problem.t_span
         h = float(integ.options["h"]) if integ.options["h"] is not None else (t1 - t0) / int(integ.options["n_steps"])
@@ -259,6 +265,15 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
             "failure_reason": sol.failure_reason, "diagnostics": sol.diagnostics,
             "options": {k: v for k, v in integ.options.items() if k != "fd_options"}}
     return CaseResult(metrics=metrics, info=info)
+
+
+def _warm_up_ros2(integ) -> None:
+    """One solve of y' = -y (2 states, analytic J) with the integrator's class: the numba stage
+    kernels of small systems (one specialisation for every size) compiled before any timing."""
+    from models.integrators.base import ODEProblem
+
+    tiny = ODEProblem(lambda t, y: -y, [1.0, 2.0], (0.0, 1.0e-3), jac=lambda t, y: -np.eye(2), autonomous=True)
+    type(integ)(rtol=1e-6, atol=1e-8).solve(tiny, [0.0, 1.0e-3])
 
 
 def run_ft_effect(cfg: DictConfig, ctx: RunContext) -> CaseResult:
@@ -284,7 +299,8 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     For each (problem, rtol):
     ros2_adaptive with the analytic Jacobian and with the residual-form sensitivity
     Jacobian (the problem wrapped as R = z - f(t, y)), scipy Radau and BDF; best of
-    ``repeats`` wall times. Logged: ratio_ros2_to_radau_<p>_<rtol>, scd of each, and the
+    ``repeats`` wall times after one untimed warm-up solve per variant (``jit_warmup``).
+    Logged: ratio_ros2_to_radau_<p>_<rtol>, scd of each, and the
     overhead per step (time per step minus time in f and J) of ros2 with analytic J, and
     ratio_ros2_to_radau_equal_scd_<p>_<rtol>: ROS2's wall time at the loosest of rtol,
     rtol/10, ... that reaches Radau's scd, over Radau's (NaN if none does).
@@ -301,6 +317,7 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     metrics: Dict[str, float] = {}
     rows: List[Dict[str, Any]] = []
     overheads, n_states = [], []
+    warm = WarmUp()
     for pname in problems:
         tp = _problem({"problem": pname})
         ode = tp.problem
@@ -323,6 +340,7 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
             }
             walls: Dict[str, float] = {}
             for key, (integ, prob) in variants.items():
+                warm(integ.solve, prob.problem, prob.t_eval)  # compiled ROS2 kernels out of the timing
                 best, sol = math.inf, None
                 for _ in range(repeats):
                     t0 = time.perf_counter()
@@ -367,6 +385,24 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     r3 = [v for k, v in metrics.items()
           if k.startswith("ratio_ros2_to_radau_") and k.endswith("_1e-3") and "equal_scd" not in k]
     metrics["ratio_ros2_to_radau_rtol1e-3_max"] = max(r3) if r3 else math.nan
+    metrics.update(warm.metrics())
+    wp_problems = params.get("wp_problems", [])
+    if wp_problems:  # against CVODE at equal accuracy (harness.families.integrators_wp)
+        from harness.families import integrators_wp as WP
+
+        with ctx.stage("versus_cvode"):
+            wp, wp_rows, curves = WP.versus_cvode(wp_problems, params.get("wp_rtols", [1e-2, 1e-3, 1e-4, 1e-5]),
+                                                  repeats, lambda name: _problem({"problem": name}),
+                                                  lambda name, **kw: get(name)(**kw), scd_end)
+        metrics.update(wp)
+        for level in WP.SCD_LEVELS[:2]:  # the regime where a one-step method should win (small problems)
+            r = [v for k, v in wp.items() if k.startswith(f"ratio_ros2_to_cvode_scd{level:g}_")
+                 and wp.get("n_states_" + k.split("_", 5)[-1], 0) < 100]
+            metrics[f"ratio_ros2_to_cvode_scd{level:g}_small_max"] = max(r) if r else math.nan
+        ctx.write_json("versus_cvode.json", wp_rows)
+        ctx.write_bytes("work_precision_vs_cvode.png", WP.plot(curves))
+    metrics["n_cores"] = float(os.cpu_count() or 1)
+    metrics["threads"] = 1.0  # every solver on one thread (BLAS of these sizes included)
     ctx.write_json("bench.json", rows)
     return CaseResult(metrics=metrics, info={"problems": problems, "rtols": rtols, "repeats": repeats})
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List
@@ -30,6 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 from harness import metrics as M
 from harness.configs import store_schema
 from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.warmup import WarmUp
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,7 @@ class VesselSourceConf:
     wave_direction: float = 0.0  # rad, come from
     demands: Dict[str, Any] = field(default_factory=dict)  # rotation|azimuth|pitch_ratio|rudder -> {name: [[t, v]]}
     track_work: bool = False
+    jacobian: str = "analytic"  # analytic: the compiled Jacobian to the integrators | none: their difference quotients
 
 
 store_schema("source_vessel", VesselSourceConf)
@@ -637,18 +640,28 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     metrics: Dict[str, float] = {"simulated_s": span}
     main = OmegaConf.select(cfg, "integrator._target_")
     pair = (("main", _integrator(cfg)), ("reference", _registry_integrator(ref_spec, "case.params.reference")))
-    warm = {**sim, "t_end": 2.0 * float(sim["dt"])}
-    for _, integ in pair:  # imports and first-call costs out of the timing
-        _simulate(vessel, integ, warm)
-    runs = {}
+    short = {**sim, "t_end": 2.0 * float(sim["dt"])}
+    warm = WarmUp()
+    for _, integ in pair:  # imports, JIT compilation and first-call costs out of the timing
+        warm(_simulate, vessel, integ, short)
+    metrics.update(warm.metrics())
+    from harness.families.vessel_cost import Clocked, plot as plot_cost
+
+    runs, curves = {}, {}
     for label, integ in pair:
+        clock = Clocked(integ)
         start = time.perf_counter()
         with ctx.stage(f"simulate_{label}"):
-            r = runs[label] = _simulate(vessel, integ, sim)
+            r = runs[label] = _simulate(vessel, clock.start(), sim)
         wall = time.perf_counter() - start
+        curves[f"{label}: {integ.name}"] = clock.curve()
         metrics[f"{label}.realtime_factor"] = span / wall if r.success else 0.0
         metrics.update(_stats(f"{label}.", r))
     metrics["speedup_vs_reference"] = metrics["main.realtime_factor"] / max(metrics["reference.realtime_factor"], 1e-300)
+    metrics["jacobian_analytic"] = 1.0 if getattr(vessel, "jacobian", "none") == "analytic" else 0.0
+    metrics["n_cores"] = float(os.cpu_count() or 1)
+    metrics["threads"] = 1.0  # the field, the Jacobian and both solvers run on one thread
+    ctx.write_bytes("cost_vs_simulated_time.png", plot_cost(curves))
     # what the speed buys: each trajectory against the main integrator at tight tolerances
     tight = params.get("accuracy_reference") or {"rtol": 1.0e-11, "atol": 1.0e-13}
     with ctx.stage("simulate_accuracy_reference"):

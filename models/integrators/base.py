@@ -56,6 +56,8 @@ class ODEProblem:
     f_t   : optional (t, y) -> (n,) partial derivative of rhs in t at fixed y
     names : optional state names (used for per-state tolerances)
     autonomous : True if rhs does not depend on t (f_t = 0 is then used without evaluating it)
+    jac_band : optional (lower, upper) bandwidths of the Jacobian when it is banded
+        (J_ij = 0 for i - j > lower or j - i > upper): ROS2 and CVODE then factorise banded
 
     >>> p = ODEProblem(lambda t, y: -y, [1.0, 2.0], (0.0, 1.0), names=["a", "b"])
     >>> p.n, p.t_span
@@ -69,9 +71,15 @@ class ODEProblem:
     f_t: Optional[Callable[[float, Array], Array]] = None
     names: Optional[Sequence[str]] = None
     autonomous: bool = False
+    jac_band: Optional[Tuple[int, int]] = None
 
     def __post_init__(self) -> None:
         self.y0 = np.array(self.y0, dtype=np.float64).reshape(-1)
+        if self.jac_band is not None:
+            lo, up = (int(b) for b in self.jac_band)
+            if lo < 0 or up < 0:
+                raise ValueError(f"jac_band: bandwidths must be >= 0, got {self.jac_band!r}")
+            self.jac_band = (lo, up)
         t0, t1 = (float(v) for v in self.t_span)
         if not np.isfinite([t0, t1]).all() or t1 <= t0:
             raise ValueError(f"t_span: must be finite with t_end > t_start, got {self.t_span!r}")
@@ -331,6 +339,7 @@ class _Counted:
         self.has_jac = ode.jac is not None
         self.has_f_t = ode.f_t is not None
         self.autonomous = bool(ode.autonomous)
+        self.jac_band = getattr(ode, "jac_band", None)
 
     def rhs(self, t: float, y: Array) -> Array:
         start = time.perf_counter()
@@ -416,6 +425,6 @@ def _with_fd_jacobian(ode: ODEProblem, fd_options: Optional[Dict[str, Any]]) -> 
 
     fd = FiniteDifferenceJacobian(ode.rhs, ode.n, **(fd_options or {}))
     new = ODEProblem(ode.rhs, ode.y0, ode.t_span, jac=fd.jac, f_t=ode.f_t, names=ode.names,
-                     autonomous=ode.autonomous)
+                     autonomous=ode.autonomous, jac_band=ode.jac_band)
     new._fd_provider = fd  # type: ignore[attr-defined]
     return new

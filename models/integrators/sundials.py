@@ -1,4 +1,5 @@
-"""SUNDIALS CVODE (BDF, dense direct linear solver) through scikit-sundae.
+"""SUNDIALS CVODE (BDF, dense direct linear solver; banded when the problem declares
+``jac_band``) through scikit-sundae.
 
 Settings (defaults in ``CVODEBDF.defaults``, the single source the config group
 ``conf/integrator/cvode_bdf.yaml`` reads through its schema): ``rtol``, ``atol`` (global, ``atol_by_name`` per state), ``max_num_steps`` (per
@@ -74,6 +75,8 @@ class CVODEBDF(Integrator):
             first_step=float(o["first_step"]),
             max_order=int(o["max_order"]),
         )
+        if prob.jac_band is not None and sum(prob.jac_band) + 1 < prob.n:  # banded LU (SUNDIALS band solver)
+            kw.update(linsolver="band", lband=int(prob.jac_band[0]), uband=int(prob.jac_band[1]))
         if prob.has_jac:
 
             def jacfn(t, y, yp, JJ):

@@ -28,14 +28,17 @@ def build_vessel(data_file: str, data_overrides: Optional[Mapping[str, Any]] = N
                  forces: Sequence[str] = FORCE_MODELS, lag_form: str = "exp", ema_tau: float = 16.5,
                  current_speed: float = 0.0, current_direction: float = 0.0, wind_speed: float = 0.0,
                  wind_direction: float = 0.0, wave_amplitude: float = 0.0, wave_direction: float = 0.0,
-                 demands: Optional[Mapping[str, Any]] = None, track_work: bool = False) -> Vessel:
+                 demands: Optional[Mapping[str, Any]] = None, track_work: bool = False,
+                 jacobian: str = "analytic") -> Vessel:
     """Vessel from a vessel-v1 file (dotted-key overrides), enabled loads, environment, demands.
 
     Speeds m/s, directions rad (nautical; current flows to, wind and waves come from),
     wave amplitude m; ``demands`` maps rotation / azimuth / pitch_ratio / rudder to
     ``{actuator name: [[t, value], ...]}`` (t in s; rotation 1/s, angles rad). ``forces`` picks
-    load models from ``FORCE_MODELS``. The file is validated against ``schemas/vessel-v1.yaml``
-    (a bad file raises :class:`VesselDataError` naming the file, the field and the rule).
+    load models from ``FORCE_MODELS``; ``jacobian``: ``analytic`` (the compiled Jacobian goes to
+    the integrators) or ``none`` (they form difference quotients). The file is validated against
+    ``schemas/vessel-v1.yaml`` (a bad file raises :class:`VesselDataError` naming the file, the
+    field and the rule).
 
     >>> import models.integrators as integrators
     >>> v = build_vessel("models/vessel/data/tanker.yaml", wind_speed=12.0, wind_direction=0.5,
@@ -51,4 +54,4 @@ def build_vessel(data_file: str, data_overrides: Optional[Mapping[str, Any]] = N
     if unknown:
         raise ValueError(f"demands: unknown kind(s) {unknown}; known: rotation, azimuth, pitch_ratio, rudder")
     return Vessel(data, forces=list(forces), environment=env, demands=Demands(**{k: dict(v or {}) for k, v in dem.items()}),
-                  lag_form=lag_form, ema_tau=ema_tau, track_work=track_work)
+                  lag_form=lag_form, ema_tau=ema_tau, track_work=track_work, jacobian=jacobian)

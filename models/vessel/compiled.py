@@ -174,6 +174,192 @@ def _field(t, y, base, slope, tg, linear, Minv, flags, env, K, Bq, B, Mt, tab, t
     return out
 
 
+# -- the Jacobian ------------------------------------------------------------------------------
+def _table_diff(J, tab, n, geom, rho, wx, wy, cx, cy):
+    """Add d(table load)/d(wx, wy) (central differences, the table's kinks included) times the
+    columns ``cx``, ``cy`` (6,) = d(wx, wy)/d(state), column by column, to J (6, m)."""
+    h = 6.0e-6 * max(1.0, math.sqrt(wx * wx + wy * wy))
+    Fp = np.zeros(6)
+    Fm = np.zeros(6)
+    _table_load(Fp, tab, n, geom, rho, wx + h, wy)
+    _table_load(Fm, tab, n, geom, rho, wx - h, wy)
+    Gx = (Fp - Fm) / (2.0 * h)
+    Fp[:] = 0.0
+    Fm[:] = 0.0
+    _table_load(Fp, tab, n, geom, rho, wx, wy + h)
+    _table_load(Fm, tab, n, geom, rho, wx, wy - h)
+    Gy = (Fp - Fm) / (2.0 * h)
+    for i in range(6):
+        for k in range(J.shape[1]):
+            J[i, k] += Gx[i] * cx[k] + Gy[i] * cy[k]
+
+
+def _loads_jac(t, q, nu, row, flags, env, K, Bq, B, Mt, tab, tab_n, tab_geom, props, ruds):
+    """(F, dF/d[q, nu]) of :func:`_loads`: the loads (6,) and their Jacobian (6, 12).
+
+    Analytic for the smooth terms (restoring, damping, Coriolis, propellers, rudders; the
+    current enters through the relative velocity (ur, vr), which depends on u, v and the yaw);
+    the current and wind coefficient tables (piecewise linear in the flow angle) by central
+    differences in the two flow components, chained analytically to the states.
+    """
+    F = _loads(t, q, nu, row, flags, env, K, Bq, B, Mt, tab, tab_n, tab_geom, props, ruds)
+    J = np.zeros((6, 12))  # columns: q (0..5), nu (6..11)
+    k_p, k_r = props.shape[0], ruds.shape[0]
+    psi = q[5]
+    c, s = math.cos(psi), math.sin(psi)
+    u, v = nu[0], nu[1]
+    ur, vr = u, v
+    dur_psi, dvr_psi = 0.0, 0.0
+    if flags[_CURRENT] and env[7] != 0.0:
+        ur -= c * env[2] + s * env[3]
+        vr -= -s * env[2] + c * env[3]
+        dur_psi = s * env[2] - c * env[3]
+        dvr_psi = c * env[2] + s * env[3]
+    nur = nu.copy()
+    nur[0], nur[1] = ur, vr
+    # D = dF/d(nur) (6, 6); chained below: d nur/d nu = I, d(ur, vr)/d psi
+    D = np.zeros((6, 6))
+    if flags[_RESTORING]:
+        for i in range(6):
+            J[i, i] -= K[i]
+    if flags[_LIN]:
+        for i in range(6):
+            for j in range(6):
+                D[i, j] -= B[i, j]
+    if flags[_QUAD]:
+        for i in range(6):
+            D[i, i] -= 2.0 * Bq[i] * abs(nur[i])
+    if flags[_CORIOLIS]:
+        # F_lin = p_l x w, F_ang = p_a x w + p_l x v_l with p = Mt nu, nu = (v_l, w)
+        p = np.zeros(6)
+        for i in range(6):
+            for j in range(6):
+                p[i] += Mt[i, j] * nu[j]
+        for j in range(6):  # the p-dependence: d(p x a)/dp_j = e_j x a
+            m0, m1, m2, m3, m4, m5 = Mt[0, j], Mt[1, j], Mt[2, j], Mt[3, j], Mt[4, j], Mt[5, j]
+            a, b, cc, w = nu[3], nu[4], nu[5], nu[2]
+            J[0, 6 + j] += m1 * cc - m2 * b
+            J[1, 6 + j] += m2 * a - m0 * cc
+            J[2, 6 + j] += m0 * b - m1 * a
+            J[3, 6 + j] += m4 * cc - m5 * b + m1 * w - m2 * v
+            J[4, 6 + j] += m5 * a - m3 * cc + m2 * u - m0 * w
+            J[5, 6 + j] += m3 * b - m4 * a + m0 * v - m1 * u
+        # the explicit nu-dependence (p held): d(p_l x w)/dw, d(p_a x w)/dw, d(p_l x v_l)/dv_l
+        J[0, 6 + 4] += -p[2]
+        J[0, 6 + 5] += p[1]
+        J[1, 6 + 3] += p[2]
+        J[1, 6 + 5] += -p[0]
+        J[2, 6 + 3] += -p[1]
+        J[2, 6 + 4] += p[0]
+        J[3, 6 + 4] += -p[5]
+        J[3, 6 + 5] += p[4]
+        J[3, 6 + 1] += -p[2]
+        J[3, 6 + 2] += p[1]
+        J[4, 6 + 3] += p[5]
+        J[4, 6 + 5] += -p[3]
+        J[4, 6 + 0] += p[2]
+        J[4, 6 + 2] += -p[0]
+        J[5, 6 + 3] += -p[4]
+        J[5, 6 + 4] += p[3]
+        J[5, 6 + 0] += -p[1]
+        J[5, 6 + 1] += p[0]
+    cx = np.zeros(12)
+    cy = np.zeros(12)
+    if flags[_CURRENT]:  # flow (-ur, -vr): chained through D's first two columns
+        Dt = np.zeros((6, 2))
+        cx2 = np.array([-1.0, 0.0])
+        cy2 = np.array([0.0, -1.0])
+        _table_diff(Dt, tab[0], tab_n[0], tab_geom[0], env[0], -ur, -vr, cx2, cy2)
+        for i in range(6):
+            D[i, 0] += Dt[i, 0]
+            D[i, 1] += Dt[i, 1]
+    if flags[_WIND]:
+        wx = c * env[4] + s * env[5] - u
+        wy = -s * env[4] + c * env[5] - v
+        cx[5] = -s * env[4] + c * env[5]
+        cx[6] = -1.0
+        cy[5] = -c * env[4] - s * env[5]
+        cy[7] = -1.0
+        _table_diff(J, tab[1], tab_n[1], tab_geom[1], env[1], wx, wy, cx, cy)
+    dT = np.zeros((k_p, 2))  # d thrust / d(ur, vr)
+    thrust = np.zeros(k_p)
+    if (flags[_PROPS] or flags[_RUDS]) and k_p > 0:
+        for k in range(k_p):
+            n, az, pdr = row[k], row[k_p + k], row[2 * k_p + k]
+            d, wf, ktp, kta, rho_d3 = props[k, 0], props[k, 1], props[k, 2], props[k, 3], props[k, 4]
+            ua = (1.0 - wf) * (ur * math.cos(az) + vr * math.sin(az))
+            thrust[k] = rho_d3 * (d * n * abs(n) * ktp * pdr - kta * ua * abs(n))
+            g = -rho_d3 * kta * abs(n) * (1.0 - wf)
+            dT[k, 0] = g * math.cos(az)
+            dT[k, 1] = g * math.sin(az)
+        if flags[_PROPS]:
+            for k in range(k_p):
+                az = row[k_p + k]
+                x, y, z = props[k, 5], props[k, 6], props[k, 7]
+                ca, sa = math.cos(az), math.sin(az)
+                for m in range(2):
+                    D[0, m] += ca * dT[k, m]
+                    D[1, m] += sa * dT[k, m]
+                    D[3, m] -= z * sa * dT[k, m]
+                    D[4, m] += z * ca * dT[k, m]
+                    D[5, m] += (x * sa - y * ca) * dT[k, m]
+    if flags[_RUDS] and k_r > 0:
+        for j in range(k_r):
+            coef, kp, x, z = ruds[j, 0], int(ruds[j, 1]), ruds[j, 2], ruds[j, 3]
+            du0, du1 = 0.0, 0.0
+            if kp >= 0:
+                ua = (1.0 - props[kp, 1]) * ur
+                du0 = 2.0 * abs(ua) * (1.0 - props[kp, 1]) + props[kp, 8] * dT[kp, 0]
+                du1 = props[kp, 8] * dT[kp, 1]
+            else:
+                du0 = 2.0 * abs(ur)
+            g = coef * row[3 * k_p + j]
+            D[1, 0] += g * du0
+            D[3, 0] -= z * g * du0
+            D[5, 0] += x * g * du0
+            D[1, 1] += g * du1
+            D[3, 1] -= z * g * du1
+            D[5, 1] += x * g * du1
+    for i in range(6):
+        for j in range(6):
+            J[i, 6 + j] += D[i, j]
+        J[i, 5] += D[i, 0] * dur_psi + D[i, 1] * dvr_psi
+    return F, J
+
+
+def _jacobian(t, y, base, slope, tg, linear, Minv, flags, env, K, Bq, B, Mt, tab, tab_n, tab_geom, props, ruds):
+    """d(field)/dy (n, n) of :func:`_field` at (t, y), n = 12 or 13 (work state)."""
+    n_y = y.shape[0]
+    q, nu = y[:6], y[6:12]
+    row = _input_row(t, base, slope, tg, linear)
+    F, JF = _loads_jac(t, q, nu, row, flags, env, K, Bq, B, Mt, tab, tab_n, tab_geom, props, ruds)
+    Jy = np.zeros((n_y, n_y))
+    c, s = math.cos(q[5]), math.sin(q[5])
+    Jy[0, 5] = -s * nu[0] - c * nu[1]
+    Jy[0, 6] = c
+    Jy[0, 7] = -s
+    Jy[1, 5] = c * nu[0] - s * nu[1]
+    Jy[1, 6] = s
+    Jy[1, 7] = c
+    for i in range(2, 6):
+        Jy[i, 6 + i] = 1.0
+    for i in range(6):
+        for k in range(12):
+            acc = 0.0
+            for j in range(6):
+                acc += Minv[i, j] * JF[j, k]
+            Jy[6 + i, k] = acc
+    if n_y > 12:  # work' = nu . F
+        for k in range(12):
+            acc = 0.0
+            for i in range(6):
+                acc += nu[i] * JF[i, k]
+            Jy[12, k] = acc
+        for i in range(6):
+            Jy[12, 6 + i] += F[i]
+    return Jy
+
+
 try:  # numba is a dependency; without it the same functions run as Python (slow, but correct)
     from numba import njit as _njit
 
@@ -181,8 +367,13 @@ try:  # numba is a dependency; without it the same functions run as Python (slow
     _input_row = _njit(cache=True)(_input_row)
     _loads = _njit(cache=True)(_loads)
     field = _njit(cache=True)(_field)
+    _table_diff = _njit(cache=True)(_table_diff)
+    _loads_jac = _njit(cache=True)(_loads_jac)
+    jacobian = _njit(cache=True)(_jacobian)
     COMPILED = True
 except ImportError:  # pragma: no cover - exercised where numba is absent
     field = _field
+    jacobian = _jacobian
     COMPILED = False
 loads = _loads
+loads_jacobian = _loads_jac

@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional
 import numpy as np
 import scipy.linalg
 
-from models.vessel import compiled
+from models.vessel import compiled, stepping
 from models.vessel.actuators import EMA_TAU, Schedule, ema_gain, ema_step, lag_gain, lag_step, rate_limit_step
 from models.vessel.data import VesselData
 from models.vessel.forces import FILTER_RAO_MOTION, FILTER_WAVE_FORCE, FORCE_MODELS, Environment, ForceModel, Inputs
@@ -35,6 +35,7 @@ VEL = ("u", "v", "w", "p", "q", "r")
 STATEFUL_MODES = ("step", "rhs")
 SOLVE_MODES = ("auto", "whole", "window", "per_step")
 HOLDS = ("linear", "zoh")
+JACOBIANS = ("analytic", "none")
 _ONE_INTERVAL = np.array([0.0, 1.0])  # time knots of a single held input row
 
 
@@ -112,11 +113,14 @@ class Vessel:
     lag_form   : ``exp`` (alpha = 1 - exp(-dt/tau)) or ``seed`` (alpha = 1/(1 + tau/dt))
     ema_tau    : s, time constant of the position moving average
     track_work : integrate the power of all loads as a 13th state
+    jacobian   : ``analytic`` -- the integrators get :meth:`jac` (compiled; analytic where the
+                 loads are smooth, differences where a coefficient table makes them piecewise);
+                 ``none`` -- they form their own (difference quotients of the field)
     """
 
     def __init__(self, data: VesselData, forces: Iterable[str] = FORCE_MODELS, environment: Optional[Environment] = None,
                  demands: Optional[Demands] = None, lag_form: str = "exp", ema_tau: float = EMA_TAU,
-                 track_work: bool = False):
+                 track_work: bool = False, jacobian: str = "analytic"):
         self.data = data
         self.env = environment or Environment()
         self.loads = ForceModel(data, forces, self.env)
@@ -125,6 +129,9 @@ class Vessel:
         if not ema_tau > 0:
             raise ValueError(f"ema_tau: must be > 0, got {ema_tau}")
         self.lag_form, self.ema_tau, self.track_work = lag_form, float(ema_tau), bool(track_work)
+        if jacobian not in JACOBIANS:
+            raise ValueError(f"jacobian: must be one of {JACOBIANS}, got {jacobian!r}")
+        self.jacobian = jacobian
         self.demands = demands or Demands()
         self._schedules = self._build_schedules(self.demands)
         self._inputs: Optional[Inputs] = None
@@ -167,6 +174,15 @@ class Vessel:
                                   *self.loads.packed)
         row = self._inputs.row()[None, :]
         return compiled.field(t, y, row, row, _ONE_INTERVAL, False, self.inv_total_mass, *self.loads.packed)
+
+    def jac(self, t: float, y: np.ndarray) -> np.ndarray:
+        """Jacobian d(rhs)/dy (n, n) with the inputs :meth:`rhs` sees at t (compiled, one call)."""
+        if self._track is not None and self._rhs_step is None:
+            tr = self._track
+            return compiled.jacobian(t, y, tr.base, tr.slope, tr.t_grid, tr.linear, self.inv_total_mass,
+                                     *self.loads.packed)
+        row = self._inputs.row()[None, :]
+        return compiled.jacobian(t, y, row, row, _ONE_INTERVAL, False, self.inv_total_mass, *self.loads.packed)
 
     def kinetic_energy(self, nu: np.ndarray) -> np.ndarray:
         """0.5 nu^T (M + A) nu (J) for nu (k, 6)."""
@@ -335,7 +351,8 @@ class Vessel:
     def _problem(self, y: np.ndarray, t_a: float, t_b: float):
         from models.integrators.base import ODEProblem
 
-        return ODEProblem(self.rhs, y, (t_a, t_b), names=self.state_names())
+        jac = self.jac if self.jacobian == "analytic" else None
+        return ODEProblem(self.rhs, y, (t_a, t_b), jac=jac, names=self.state_names())
 
     def _run_per_step(self, integrator, t_grid, y0, initial, qa0, stateful, hold, stats):
         n_out = t_grid.size - 1
@@ -374,9 +391,7 @@ class Vessel:
         # actuator knots (state independent): knot i+1 = after the update of step i
         st = self._new_state(initial, qa0, t_grid[0])
         self._record(rec, 0, y0, st)
-        for i in range(n_out):
-            self.advance_actuators(st.inputs, t_grid[i], dt, initial)
-            self._record(rec, i + 1, None, st)
+        self._actuator_knots(rec, st, t_grid, dt, initial)
         waves_on = "waves" in self.loads.enabled and self.env.wave_amplitude > 0
         st = self._new_state(initial, qa0, t_grid[0])
         st.inputs = _inputs_at(rec, 0)
@@ -398,11 +413,7 @@ class Vessel:
                 trial = copy.deepcopy(st)
                 ys = sol.y
                 last = a + len(ys) - 1
-                for i in range(a, last):
-                    trial.inputs = _inputs_at(rec, i + 1)
-                    self.advance_filters(trial, dt, ys[i - a, :6] + trial.wf_offset)
-                    self.apply_rao(trial, t_grid[i + 1], ys[i + 1 - a, 5] + trial.wf_offset[5])
-                    self._record(rec, i + 1, ys[i + 1 - a], trial)
+                self._filters_window(trial, rec, ys, a, last, t_grid, dt)
                 change = float(np.max(np.abs(rec["chi"][a + 1:last + 1] - chi_used[:last - a]))) if last > a else 0.0
                 if not ok or not waves_on or change <= pass_tol:
                     if waves_on:  # a wave-heading residual means nothing in calm water: not recorded
@@ -416,6 +427,67 @@ class Vessel:
                 break
         return rec, st, ok, reason, a
 
+    def _actuator_knots(self, rec, st: StepState, t_grid: np.ndarray, dt: float, initial: Inputs) -> None:
+        """:meth:`advance_actuators` and the records of knots 1..n for every output step at once
+        (the actuators do not depend on the state): demands sampled at t_0..t_n-1, then the lags
+        and the rate limiter as compiled recurrences (:mod:`models.vessel.stepping`)."""
+        n_out = t_grid.size - 1
+        rows = slice(1, n_out + 1)
+        rec["q_avg"][rows], rec["wf"][rows], rec["chi"][rows] = st.q_avg, st.wf_offset, st.chi
+        rec["wamp"][rows], rec["wph"][rows] = st.inputs.wave_force_amp, st.inputs.wave_force_phase
+        t = t_grid[:-1]
+        props, ruds, inp = self.data.propellers, self.data.rudders, st.inputs
+
+        def demand(kind, current):
+            return np.column_stack([np.broadcast_to(s(t), t.shape) if s is not None else np.full(t.size, c)
+                                    for s, c in zip(self._schedules[kind], current)]).astype(np.float64)
+
+        if props:
+            nmax = np.array([p.max_rotation for p in props])
+            for kind, key, taus, d in (
+                    ("rotation", "rot", [p.rotation_time for p in props],
+                     np.clip(demand("rotation", initial.rotation), -nmax, nmax)),
+                    ("azimuth", "az", [p.azimuth_time for p in props], demand("azimuth", initial.azimuth)),
+                    ("pitch_ratio", "pd", [p.pitch_time for p in props], demand("pitch_ratio", initial.pitch_ratio))):
+                out = np.empty((n_out, len(props)))
+                stepping.lag_series(np.asarray(getattr(inp, kind), dtype=np.float64), np.ascontiguousarray(d),
+                                    np.asarray(lag_gain(dt, taus, self.lag_form), dtype=np.float64), out)
+                rec[key][rows] = out
+        if ruds:
+            out = np.empty((n_out, len(ruds)))
+            stepping.rate_limit_series(np.asarray(inp.rudder, dtype=np.float64),
+                                       np.ascontiguousarray(demand("rudder", initial.rudder)),
+                                       np.array([r.rate_limit for r in ruds]) * dt,
+                                       np.array([r.max_angle for r in ruds]), out)
+            rec["rud"][rows] = out
+
+    def _filters_window(self, st: StepState, rec, ys: np.ndarray, a: int, last: int, t_grid: np.ndarray,
+                        dt: float) -> None:
+        """:meth:`advance_filters`, :meth:`apply_rao` and the records for output steps a+1..last of
+        a solved window (states ``ys``), in one compiled call (:mod:`models.vessel.stepping`)."""
+        m = last - a
+        if m <= 0:
+            return
+        waves = self.data.waves
+        out = {k: np.empty((m, 6)) for k in ("q_avg", "wf", "wamp", "wph")}
+        chi = np.empty(m)
+        rao = np.empty((2, 6))
+        ys = np.ascontiguousarray(ys, dtype=np.float64)
+        stepping.filters_pass(ys, np.ascontiguousarray(t_grid[a + 1:last + 1]), ema_gain(dt, self.ema_tau),
+                              float(self.env.wave_direction), float(self.env.wave_amplitude),
+                              1.0 if "waves" in self.loads.enabled else 0.0, float(waves.frequency), waves.heading,
+                              waves._stack, FILTER_WAVE_FORCE, FILTER_RAO_MOTION, st.q_avg, st.wf_offset,
+                              st.q_rao_prev, out["q_avg"], out["wf"], out["wamp"], out["wph"], chi, rao)
+        rows = slice(a + 1, last + 1)
+        rec["q_avg"][rows], rec["wf"][rows], rec["chi"][rows] = out["q_avg"], out["wf"], chi
+        rec["wamp"][rows], rec["wph"][rows] = out["wamp"], out["wph"]
+        rec["q_lf"][rows], rec["nu"][rows] = ys[1:m + 1, :6], ys[1:m + 1, 6:12]
+        if self.track_work:
+            rec["work"][rows] = ys[1:m + 1, 12]
+        st.inputs = _inputs_at(rec, last)
+        st.rao_amp, st.rao_phase, st.chi = rao[0].copy(), rao[1].copy(), float(chi[-1])
+        st.n_updates += m
+
     def _guess_wave_knots(self, rec, a: int, b: int) -> None:
         """Wave-heading knots a+1..b extrapolated linearly from the last two, and their wave inputs."""
         if not ("waves" in self.loads.enabled and self.env.wave_amplitude > 0):
@@ -423,10 +495,10 @@ class Vessel:
         slope = rec["chi"][a] - rec["chi"][a - 1] if a >= 1 else 0.0
         chi = rec["chi"][a] + slope * np.arange(1, b - a + 1)
         rec["chi"][a + 1:b + 1] = chi
-        zeta = self.env.wave_amplitude
-        for k, c in enumerate(chi, start=a + 1):
-            famp, fph, _, _ = self.data.waves.at(float(wrap_to_pi(c)))
-            rec["wamp"][k], rec["wph"][k] = zeta * famp * FILTER_WAVE_FORCE, fph
+        wamp, wph = np.empty((chi.size, 6)), np.empty((chi.size, 6))
+        stepping.wave_knots(np.ascontiguousarray(chi, dtype=np.float64), self.data.waves.heading,
+                            self.data.waves._stack, float(self.env.wave_amplitude), FILTER_WAVE_FORCE, wamp, wph)
+        rec["wamp"][a + 1:b + 1], rec["wph"][a + 1:b + 1] = wamp, wph
 
     def state_names(self) -> List[str]:
         return list(DOF) + list(VEL) + (["work"] if self.track_work else [])

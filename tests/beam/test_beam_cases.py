@@ -101,6 +101,7 @@ def test_reduction_bench_records_ratios(harness_env):
         assert r == pytest.approx(out.metrics[f"reduced_time_s_{solver}"] / out.metrics[f"full_time_s_{solver}"])
         assert 0.0 < r < 1.0  # the reduced model is cheaper; the target (<= 0.1) is the gate's job
     assert out.metrics["offline_time_s"] > 0.0
+    assert out.metrics["jit_warmup"] == 1.0  # the compiled step loops warmed up before timing
 
 
 @pytest.mark.slow

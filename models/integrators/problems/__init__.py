@@ -85,7 +85,7 @@ def available_problems() -> List[str]:
 
 
 def _load() -> None:
-    from models.integrators.problems import analytic, testset  # noqa: F401
+    from models.integrators.problems import analytic, reaction_diffusion, testset  # noqa: F401
 
 
 __all__ = ["TestProblem", "get_problem", "available_problems", "ODEProblem", "ResidualProblem"]

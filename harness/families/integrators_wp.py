@@ -1,0 +1,105 @@
+"""ROS2 against CVODE at equal accuracy: work-precision curves and their ratio at fixed scd.
+
+Part of ``bench/integrators_ros2``. For each problem, ros2_adaptive and cvode_bdf (CV_NORMAL,
+CVODE's own loop in C; banded LU when the problem declares ``jac_band``, as ROS2) are run
+over a list of rtols (atol = rtol * the problem's atol/rtol), each after an untimed warm-up
+solve, best of ``repeats`` wall times. Both curves (scd against log10 wall time) are
+interpolated linearly at scd = 2, 3, 4; ``ratio_ros2_to_cvode_scd<k>_<problem>`` is ROS2's
+wall time over CVODE's there (NaN where a curve does not reach that scd). One log-log figure
+(wall time against the error 10^-scd) per run, ``work_precision_vs_cvode.png``.
+"""
+from __future__ import annotations
+
+import io
+import math
+import time
+from typing import Any, Callable, Dict, List, Sequence
+
+import numpy as np
+
+SCD_LEVELS = (2.0, 3.0, 4.0)
+
+
+def at_scd(scd: Sequence[float], wall: Sequence[float], level: float) -> float:
+    """Wall time at ``level`` significant digits by linear interpolation of log10(wall) in scd
+    over the points sorted by scd; NaN when ``level`` lies outside the curve's scd range."""
+    pts = sorted((s, w) for s, w in zip(scd, wall) if math.isfinite(s) and math.isfinite(w) and w > 0)
+    if len(pts) < 2 or not pts[0][0] <= level <= pts[-1][0]:
+        return math.nan
+    s = np.array([p[0] for p in pts])
+    lw = np.log10([p[1] for p in pts])
+    # scd is monotone in rtol only roughly: keep the cheapest point of each scd order (running min of cost)
+    lw = np.minimum.accumulate(lw[::-1])[::-1]
+    return float(10.0 ** np.interp(level, s, lw))
+
+
+def _best(solve: Callable[[], Any], repeats: int):
+    solve()  # warm-up: compiled kernels and first-call costs out of the timing
+    best, sol = math.inf, None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        sol = solve()
+        best = min(best, time.perf_counter() - t0)
+    return best, sol
+
+
+def versus_cvode(problems: Sequence[str], rtols: Sequence[float], repeats: int, get_problem, get_integrator,
+                 scd_of) -> tuple:
+    """(metrics, rows, curves): the work-precision comparison described in the module docstring."""
+    metrics: Dict[str, float] = {}
+    rows: List[Dict[str, Any]] = []
+    curves: Dict[str, Dict[str, tuple]] = {}
+    for pname in problems:
+        tp = get_problem(pname)
+        ratio_atol = tp.atol / tp.rtol
+        curves[pname] = {}
+        for method in ("ros2_adaptive", "cvode_bdf"):
+            scds, walls = [], []
+            for rtol in rtols:
+                opts: Dict[str, Any] = {"rtol": float(rtol), "atol": float(rtol) * ratio_atol}
+                if method == "cvode_bdf":
+                    opts.update(max_num_steps=100000, output_mode="interpolate")
+                integ = get_integrator(method, **opts)
+                wall, sol = _best(lambda: integ.solve(tp.problem, tp.t_eval), repeats)
+                scd = scd_of(sol, tp) if sol.success else math.nan
+                wall = wall if sol.success else math.nan
+                scds.append(scd)
+                walls.append(wall)
+                rows.append({"problem": pname, "method": method, "rtol": float(rtol), "scd": scd, "wall": wall,
+                             "nfev": sol.stats.nfev, "njev": sol.stats.njev, "n": tp.problem.n})
+            curves[pname][method] = (scds, walls)
+        for level in SCD_LEVELS:
+            w_r = at_scd(*curves[pname]["ros2_adaptive"], level)
+            w_c = at_scd(*curves[pname]["cvode_bdf"], level)
+            tag = f"scd{level:g}_{pname}"
+            metrics[f"wall_ros2_{tag}"] = w_r
+            metrics[f"wall_cvode_{tag}"] = w_c
+            metrics[f"ratio_ros2_to_cvode_{tag}"] = w_r / w_c if w_c > 0 else math.nan
+        metrics[f"n_states_{pname}"] = float(tp.problem.n)
+    return metrics, rows, curves
+
+
+def plot(curves: Dict[str, Dict[str, tuple]]) -> bytes:
+    """Log-log work-precision figure: wall time (s) against the error 10^-scd, one panel per problem."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(curves), figsize=(4.2 * len(curves), 3.6), squeeze=False)
+    for ax, (pname, by_method) in zip(axes[0], curves.items()):
+        for method, (scd, wall) in by_method.items():
+            pts = [(10.0 ** -s, w) for s, w in zip(scd, wall) if math.isfinite(s) and math.isfinite(w)]
+            if pts:
+                ax.loglog(*zip(*pts), "o-", label=method)
+        ax.set_xlabel("error 10^-scd")
+        ax.set_ylabel("wall time (s)")
+        ax.set_title(pname)
+        ax.invert_xaxis()
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("work-precision: ros2_adaptive vs CVODE (best of repeats, warm)")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
