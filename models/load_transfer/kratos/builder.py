@@ -38,7 +38,8 @@ class MPMSpec:
 
     solver: "static" (linear static steps) or "dynamic" (implicit Newmark, beta, gamma = 1/2).
     law: "linear_elastic" or "tresca" (``HenckyMCPlastic*Law``, zero friction and dilatancy,
-    cohesion yield_stress / 2, i.e. uniaxial yield stress ``yield_stress`` [Pa]; experimental).
+    cohesion yield_stress / 2, i.e. uniaxial yield stress ``yield_stress`` [Pa]; experimental);
+    friction_angle_deg [deg] turns it into Mohr-Coulomb.
     dt [s], n_steps, t0 [s]: the steps [t0 + n dt, t0 + (n + 1) dt]; end_time = t0 + (N - 1/2) dt.
     analysis_type: "linear" (one linear solve per step, no geometric stiffness) or "non_linear".
     """
@@ -53,6 +54,7 @@ class MPMSpec:
     linear_solver: str = "skyline_lu_factorization"
     law: str = "linear_elastic"
     yield_stress: float = float("inf")
+    friction_angle_deg: float = 0.0
 
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
@@ -128,9 +130,10 @@ def build_model_parts(K, MPM, model, body: ElasticBody, spec: MPMSpec, load_poin
     prop.SetValue(K.DENSITY, float(body.rho))
     prop.SetValue(K.THICKNESS, 1.0)  # plane strain: per unit thickness; axisymmetric: 2 pi r is added by Kratos
     prop.SetValue(MPM.MATERIAL_POINTS_PER_ELEMENT, int(spec.material_points_per_element))
-    if spec.law == "tresca":  # Mohr-Coulomb with zero friction and dilatancy; uniaxial yield = 2 c
-        for key, v in (("COHESION", 0.5 * float(spec.yield_stress)), ("INTERNAL_FRICTION_ANGLE", 0.0),
-                       ("INTERNAL_DILATANCY_ANGLE", 0.0)):
+    if spec.law == "tresca":  # Mohr-Coulomb, zero dilatancy; zero friction: Tresca, uniaxial yield = 2 c
+        mc = (("COHESION", 0.5 * float(spec.yield_stress)), ("INTERNAL_FRICTION_ANGLE", float(spec.friction_angle_deg)),
+              ("INTERNAL_DILATANCY_ANGLE", 0.0))
+        for key, v in mc:
             prop.SetValue(K.KratosGlobals.GetVariable(key), v)
     prop.SetValue(K.CONSTITUTIVE_LAW, law())
     # Kratos' Python API creates entities one at a time (no bulk constructor)
