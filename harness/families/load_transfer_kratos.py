@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -40,6 +41,8 @@ class BodyParams:
 @dataclass
 class SourceParams:
     kind: str = "synthetic"  # analytic (constant, debug file) | synthetic (quadtree wall run, production file)
+    # | file (an existing wall-loads v1 file at ``path``, e.g. handed over by the seed-000 workflow)
+    path: Optional[str] = None
     profile: str = "parabolic"  # analytic only: uniform | parabolic
     p0: float = 2.0e5  # Pa
     n_rings: int = 40
@@ -89,7 +92,10 @@ def _params(cfg: DictConfig) -> KratosParams:
         ("fe_peer", p.fe_peer in (None, "dolfinx"), "must be null or 'dolfinx'"),
         ("point_loads", p.point_loads == "sampled" or p.body.formulation == "axisymmetric",
          "conservative point loads need body.formulation 'axisymmetric' (use 'sampled')"),
-        ("source.kind", p.source.kind in ("analytic", "synthetic"), "must be 'analytic' or 'synthetic'"),
+        ("source.kind", p.source.kind in ("analytic", "synthetic", "file"),
+         "must be 'analytic', 'synthetic' or 'file'"),
+        ("source.path", p.source.kind != "file" or (p.source.path is not None and Path(p.source.path).is_file()),
+         "source.kind 'file' needs an existing wall-loads v1 file"),
         ("body.nr", p.body.nr >= 1, "must be >= 1"),
         ("body.nz", p.body.nz >= 1, "must be >= 1"),
     ]
@@ -137,7 +143,10 @@ def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: s
     case_id = f"kratos-{tag}"
     with ctx.stage("export"):
         try:
-            wl = W.write_source(src, body, out, case_id, configuration=OmegaConf.to_yaml(cfg, resolve=True))
+            if s.kind == "file":  # handed over: read as is (the export validates it)
+                wl = Path(s.path)
+            else:
+                wl = W.write_source(src, body, out, case_id, configuration=OmegaConf.to_yaml(cfg, resolve=True))
             if p.point_loads == "conservative":
                 table, faces = W.top_face_faces(body)
             else:

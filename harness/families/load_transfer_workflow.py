@@ -14,13 +14,18 @@ child run of the parent (its own run directory, manifest, gates):
   fenicsx         load_transfer/dolfinx_static: Kratos / DOLFINx / scikit-fem three-way comparison
                   (force, impulse, displacement and von Mises norms)
   plasticity      enabled only when every earlier gate passed; NOT IMPLEMENTED yet: recorded as
-                  ``not_implemented`` (never as a pass)
+                  ``not_implemented`` (never as a pass) with the measured blocker as ``reason``
 
 A failed gate (or an invalid or crashed stage) stops the later stages; the reason is recorded on
 the parent run (tags ``stopped_at``, ``stop_reason``) and in ``workflow.json`` (commands, stage
-verdicts, exit codes, run directories, manifest SHA-256, timings). Every stage's cases run with
-the same inputs they do alone: the stages do not yet hand their files to one another (each case
-builds its own source); that hand-over is not done.
+verdicts, exit codes, run directories, manifest SHA-256, timings, hand-overs).
+
+Hand-over: the wall-loads file written and validated by ``wall_loads`` is the source of
+``kratos_elastic`` (``case.params.source.kind=file``, ``source.path``; its ``t_run`` is cut to the
+file's time span when longer); that stage exports it conservatively onto its own top face and
+Kratos reads that export. Each hand-over is recorded (file, SHA-256, from, to, overrides). The
+``operator``, ``export`` and ``fenicsx`` stages still build their own inputs (the export stage
+targets a polar table, not the Kratos surface; the DOLFINx case is static).
 Exit code: 0 every stage pass/warn, 1 a stage failed, 2 invalid configuration.
 """
 from __future__ import annotations
@@ -54,6 +59,11 @@ STAGES: List[Stage] = [
     Stage("fenicsx", "load_transfer/dolfinx_static", "Kratos / DOLFINx / scikit-fem comparison"),
 ]
 PLASTICITY = "plasticity"
+# Why the plasticity stage is still not implemented (measured with KratosMPMApplication 10.4.4,
+# the kratos_dynamic body and loads; see models/load_transfer/kratos/README.md, "Plasticity").
+PLASTICITY_BLOCKER = ("J2 law of MPMApplication 10.4 (JohnsonCookThermalPlastic*) is explicit-only and the explicit "
+                      "scheme cannot assemble MPMParticlePointLoadCondition; HenckyMCPlasticAxisym2DLaw (Tresca) "
+                      "with implicit Newmark: 1.9e-4 from elastic below yield, Newton diverges at first yield")
 
 
 @dataclass
@@ -70,6 +80,37 @@ class StageResult:
     gates: Dict[str, str] = field(default_factory=dict)
     key_metrics: Dict[str, float] = field(default_factory=dict)
     manifest_sha256: Optional[str] = None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def wall_loads_handover(run_dir: Path, kratos_cfg) -> Dict:
+    """The wall-loads file of the ``wall_loads`` stage as the source of ``kratos_elastic``.
+
+    Returns {file, sha256, from, to, overrides}; ``t_run`` [s] is cut to the file's last time (minus
+    1e-9 relative, so the last step edge t0 + N dt stays inside the span despite round-off) when the
+    case's is longer. ValueError when the stage wrote no (or several) wall-loads files.
+    """
+    import h5py
+
+    files = sorted(Path(run_dir).glob("*.wall-loads.v1.h5"))
+    if len(files) != 1:
+        raise ValueError(f"expected one *.wall-loads.v1.h5 in {run_dir}, found {len(files)}")
+    path = files[0].resolve()
+    with h5py.File(path, "r") as f:
+        t_last = float(f["time"][-1])
+    overrides = ["case.params.source.kind=file", f"++case.params.source.path={path}"]  # a key new to the case
+    t_run = float(kratos_cfg.case.params.t_run)
+    if t_run >= t_last:
+        overrides.append(f"case.params.t_run={t_last * (1.0 - 1e-9)!r}")
+    return {"file": str(path), "sha256": _sha256(path), "from": "wall_loads", "to": "kratos_elastic",
+            "overrides": overrides}
 
 
 def _overrides_by_stage(sets: Sequence[str]) -> Dict[str, List[str]]:
@@ -113,10 +154,12 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
                                   first.tracking.get("artifact_root"))
         parent = T.start_run(uri, exp, "load_transfer/workflow", tags={"workflow": "seed-000"})
     results: List[StageResult] = []
+    handovers: List[Dict] = []
+    extra: Dict[str, List[str]] = {s.name: [] for s in STAGES}
     stopped_at, reason = None, None
     for st in STAGES:
         s0 = time.perf_counter()
-        out = run_case(st.case, overrides=[*base_overrides, *per_stage[st.name]], tracking_uri=None,
+        out = run_case(st.case, overrides=[*base_overrides, *per_stage[st.name], *extra[st.name]], tracking_uri=None,
                        parent_run_id=parent)
         man = Path(out.run_dir) / "manifest.json" if out.run_dir else None
         sha = hashlib.sha256(man.read_bytes()).hexdigest() if man is not None and man.is_file() else None
@@ -132,9 +175,19 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
             stopped_at = st.name
             reason = out.message or f"gates failed: {', '.join(failed)}"
             break
+        if st.name == "wall_loads":
+            try:
+                h = wall_loads_handover(Path(out.run_dir), cfgs["kratos_elastic"])
+            except ValueError as exc:
+                stopped_at, reason = st.name, f"hand-over to kratos_elastic: {exc}"
+                break
+            extra["kratos_elastic"].extend(h["overrides"])
+            handovers.append(h)
     all_passed = stopped_at is None
     plasticity = {"name": PLASTICITY, "enabled": all_passed,
                   "status": "not_implemented" if all_passed else f"skipped: stage {stopped_at} failed"}
+    if all_passed:
+        plasticity["reason"] = PLASTICITY_BLOCKER
     verdict = G.worst(r.verdict for r in results) if all_passed else G.FAIL
     record = {
         "workflow": "seed-000", "created_utc": datetime.now(timezone.utc).isoformat(),
@@ -142,7 +195,7 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
         "sets": list(sets), "verdict": verdict, "exit_code": G.exit_code(verdict),
         "stopped_at": stopped_at, "stop_reason": reason,
         "stages": [r.__dict__ for r in results],
-        "not_run": [s.name for s in STAGES[len(results):]], "plasticity": plasticity,
+        "not_run": [s.name for s in STAGES[len(results):]], "plasticity": plasticity, "handovers": handovers,
         "seconds": time.perf_counter() - t0, "parent_run_id": parent, "tracking_uri": uri,
         "directory": str(out_dir),
     }

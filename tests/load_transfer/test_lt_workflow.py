@@ -1,6 +1,7 @@
 """The seed-000 workflow as stages under one parent MLflow run (issue 15)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -41,6 +42,12 @@ def test_a_failed_gate_stops_the_later_stages_with_the_reason_on_the_parent_run(
     assert rec["stopped_at"] == "operator" and rec["stop_reason"] == "gates failed: e_F_closed, e_J_closed"
     assert rec["not_run"] == ["export", "kratos_elastic", "fenicsx"] and rec["plasticity"]["enabled"] is False
     assert all(len(s["manifest_sha256"]) == 64 for s in rec["stages"])
+    # the wall-loads file of stage 1 is handed to the Kratos stage (recorded even though it never ran)
+    (h,) = rec["handovers"]
+    assert (h["from"], h["to"]) == ("wall_loads", "kratos_elastic")
+    assert Path(h["file"]).parent == Path(rec["stages"][0]["run_dir"]).resolve()
+    assert h["sha256"] == hashlib.sha256(Path(h["file"]).read_bytes()).hexdigest()
+    assert h["overrides"][:2] == ["case.params.source.kind=file", f"++case.params.source.path={h['file']}"]
     assert json.loads((Path(rec["directory"]) / "workflow.json").read_text())["stopped_at"] == "operator"
     c = T.client(rec["tracking_uri"])
     parent = c.get_run(rec["parent_run_id"])
@@ -60,5 +67,20 @@ def test_every_stage_passes_and_plasticity_is_reported_not_implemented(tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     rec = _record(tmp_path)
     assert [s["verdict"] for s in rec["stages"]] == ["pass"] * len(STAGES)
-    assert rec["plasticity"] == {"name": "plasticity", "enabled": True, "status": "not_implemented"}
+    assert {k: rec["plasticity"][k] for k in ("name", "enabled", "status")} == {
+        "name": "plasticity", "enabled": True, "status": "not_implemented"}
+    assert "explicit-only" in rec["plasticity"]["reason"]
     assert "plasticity      not_implemented" in proc.stdout
+    # the Kratos stage ran on the handed-over wall-loads file (its manifest hashes the same bytes)
+    (h,) = rec["handovers"]
+    kratos = next(s for s in rec["stages"] if s["name"] == "kratos_elastic")
+    manifest = json.loads((Path(kratos["run_dir"]) / "manifest.json").read_text())
+    assert h["file"] in json.dumps(manifest) and h["sha256"] in json.dumps(manifest)
+
+
+def test_a_file_source_without_an_existing_file_is_invalid_input(tmp_path):
+    from harness.api import run_case
+
+    for extra in ([], [f"++case.params.source.path={tmp_path / 'missing.wall-loads.v1.h5'}"]):
+        out = run_case("load_transfer/kratos_static", overrides=["tracking=none", "case.params.source.kind=file", *extra])
+        assert out.exit_code == 2 and "case.params.source.path" in out.message

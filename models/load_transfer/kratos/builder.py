@@ -23,6 +23,10 @@ from ..fe.base import ElasticBody
 log = logging.getLogger(__name__)
 
 SOLVERS = ("static", "dynamic")
+# "tresca": HenckyMCPlastic*Law with zero friction/dilatancy (experimental, plasticity stage of
+# issue 15: converges below yield only, see the README). Kratos' J2 law (JohnsonCookThermalPlastic*)
+# needs explicit integration, whose scheme cannot assemble MPMParticlePointLoadConditions in 10.4.
+LAWS = ("linear_elastic", "tresca")
 LOAD_PART = "point_loads"
 BODY_PART = "solid"
 GRID_PART = "grid"
@@ -33,6 +37,9 @@ class MPMSpec:
     """What the Kratos run needs besides the body and the loads.
 
     solver: "static" (linear static steps) or "dynamic" (implicit Newmark, beta, gamma = 1/2).
+    law: "linear_elastic" or "tresca" (``HenckyMCPlastic*Law``, zero friction and dilatancy,
+    cohesion yield_stress / 2, i.e. uniaxial yield stress ``yield_stress`` [Pa]; experimental);
+    friction_angle_deg [deg] turns it into Mohr-Coulomb.
     dt [s], n_steps, t0 [s]: the steps [t0 + n dt, t0 + (n + 1) dt]; end_time = t0 + (N - 1/2) dt.
     analysis_type: "linear" (one linear solve per step, no geometric stiffness) or "non_linear".
     """
@@ -45,6 +52,9 @@ class MPMSpec:
     newmark_beta: float = 0.25
     material_points_per_element: int = 4
     linear_solver: str = "skyline_lu_factorization"
+    law: str = "linear_elastic"
+    yield_stress: float = float("inf")
+    friction_angle_deg: float = 0.0
 
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
@@ -53,6 +63,10 @@ class MPMSpec:
             raise ValueError(f"dt: must be a positive finite step in s, got {self.dt!r}")
         if int(self.n_steps) < 1:
             raise ValueError(f"n_steps: must be an integer >= 1, got {self.n_steps!r}")
+        if self.law not in LAWS:
+            raise ValueError(f"law: must be one of {LAWS}, got {self.law!r}")
+        if self.law == "tresca" and not (np.isfinite(self.yield_stress) and self.yield_stress > 0.0):
+            raise ValueError("law: tresca needs a positive finite yield_stress [Pa]")
         if self.analysis_type not in ("linear", "non_linear"):
             raise ValueError(f"analysis_type: must be 'linear' or 'non_linear', got {self.analysis_type!r}")
 
@@ -76,9 +90,13 @@ def project_parameters(body: ElasticBody, spec: MPMSpec) -> Dict[str, Any]:
         "linear_solver_settings": {"solver_type": spec.linear_solver},
         "problem_domain_sub_model_part_list": [], "processes_sub_model_part_list": [],
     }
+    if spec.analysis_type == "non_linear":  # Newton-Raphson on the residual
+        solver.update({"convergence_criterion": "residual_criterion", "residual_relative_tolerance": 1e-10,
+                       "residual_absolute_tolerance": 1e-12, "max_iteration": 50})
     if spec.solver == "dynamic":
         solver.update({"time_integration_method": "implicit", "scheme_type": "newmark",
                        "newmark_beta": float(spec.newmark_beta)})
+
     return {"problem_data": {"problem_name": "load_transfer_mpm", "parallel_type": "OpenMP", "echo_level": 0,
                              "start_time": float(spec.t0), "end_time": spec.end_time},
             "solver_settings": solver, "processes": {}, "output_processes": {}}
@@ -100,8 +118,11 @@ def build_model_parts(K, MPM, model, body: ElasticBody, spec: MPMSpec, load_poin
     jj, ii = np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij")
     n0 = (jj * (nx + 1) + ii + 1).ravel()
     conn = np.stack([n0, n0 + 1, n0 + nx + 2, n0 + nx + 1], axis=1)  # counter-clockwise
-    law = {"axisymmetric": MPM.LinearElasticIsotropicAxisym2DLaw,
-           "plane_strain": MPM.LinearElasticIsotropicPlaneStrain2DLaw}[body.formulation]
+    laws = {("linear_elastic", "axisymmetric"): MPM.LinearElasticIsotropicAxisym2DLaw,
+            ("linear_elastic", "plane_strain"): MPM.LinearElasticIsotropicPlaneStrain2DLaw,
+            ("tresca", "axisymmetric"): MPM.HenckyMCPlasticAxisym2DLaw,
+            ("tresca", "plane_strain"): MPM.HenckyMCPlasticPlaneStrain2DLaw}
+    law = laws[(spec.law, body.formulation)]
     prop_grid = grid.GetProperties()[1]
     prop = init.GetProperties()[1]
     prop.SetValue(K.YOUNG_MODULUS, float(body.E))
@@ -109,6 +130,11 @@ def build_model_parts(K, MPM, model, body: ElasticBody, spec: MPMSpec, load_poin
     prop.SetValue(K.DENSITY, float(body.rho))
     prop.SetValue(K.THICKNESS, 1.0)  # plane strain: per unit thickness; axisymmetric: 2 pi r is added by Kratos
     prop.SetValue(MPM.MATERIAL_POINTS_PER_ELEMENT, int(spec.material_points_per_element))
+    if spec.law == "tresca":  # Mohr-Coulomb, zero dilatancy; zero friction: Tresca, uniaxial yield = 2 c
+        mc = (("COHESION", 0.5 * float(spec.yield_stress)), ("INTERNAL_FRICTION_ANGLE", float(spec.friction_angle_deg)),
+              ("INTERNAL_DILATANCY_ANGLE", 0.0))
+        for key, v in mc:
+            prop.SetValue(K.KratosGlobals.GetVariable(key), v)
     prop.SetValue(K.CONSTITUTIVE_LAW, law())
     # Kratos' Python API creates entities one at a time (no bulk constructor)
     for mp in (grid, init):
