@@ -1,0 +1,120 @@
+"""tracking=server against `mlflow server` on a real PostgreSQL, both started by the README's commands.
+
+Single runs, a study (parent and children), a server stopped in the middle of a sweep and the
+sync afterwards, and many writers at once: the README's 32-job sweep over two joblib workers
+with a second sweep launched at the same time from another process.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+
+def test_readme_start_block_runs_postgres_behind_the_server(team_stack):
+    """The server's store really is the PostgreSQL of the README (its tables live there)."""
+    import psycopg2
+
+    with psycopg2.connect(host="127.0.0.1", port=team_stack.pg_port, user="mlflow", dbname="mlflow",
+                          password=team_stack.env["PGPASSWORD"], connect_timeout=10) as conn, conn.cursor() as cur:
+        cur.execute("select count(*) from information_schema.tables where table_name in ('runs','experiments',"
+                    "'metrics','params','tags')")
+        assert cur.fetchone()[0] == 5
+        cur.execute("select version_num from alembic_version")
+        assert cur.fetchone()[0]  # the schema migrations ran to a version
+    assert "postgresql+psycopg2://mlflow:" in (team_stack.base / "shell.log").read_text()
+
+
+def test_single_run_and_study_are_recorded_on_the_postgres_server(team_stack, tmp_path, tm):
+    out = tmp_path / "outputs"
+    uri = team_stack.uri
+    one = tm.harness([f"+case={tm.JOB}", "case.params.job=3", "tracking=server", f"tracking.uri={uri}"], out)
+    assert one.returncode == 0, one.stdout + one.stderr
+    run_id = re.search(r"run=([0-9a-f]{32})", one.stdout).group(1)
+    client = MlflowClient(uri)
+    run = client.get_run(run_id)
+    run_dir = next(out.glob("runs/bench/tracking_job/*"))
+    metrics = json.loads((run_dir / "metrics.json").read_text())["metrics"]
+    assert run.info.status == "FINISHED" and run.data.tags["verdict"] == "pass"
+    assert {k: run.data.metrics[k] for k in metrics} == metrics
+    assert metrics["n_intervals"] == 11.0 and run.data.params["case.params.job"] == "3"
+    assert {"manifest.json", "metrics.json", "config.yaml", "outcome.json"} <= {a.path for a in client.list_artifacts(run_id)}
+
+    study = tm.harness(["-m", f"+case={tm.JOB}", "+study=bench/trapezoid_order", "tracking=server",
+                        f"tracking.uri={uri}"], out)
+    assert study.returncode == 0, study.stdout + study.stderr
+    assert "study bench/trapezoid_order  PASS  jobs=3 failed=0" in study.stdout
+    got = tm.check_sweep(tm.sweeps(out)[-1], uri, 3)
+    parent = got["parent"]
+    # the trapezoid rule is second order; its Richardson extrapolation is the exact integral 2
+    assert parent.data.metrics["observed_order"] == pytest.approx(2.0, abs=0.01)
+    assert parent.data.metrics["gci_f_extrapolated"] == pytest.approx(2.0, abs=1e-5)
+    assert parent.data.tags["verdict"] == "pass" and parent.data.tags["n_failed"] == "0"
+    assert sorted(k.data.params["case.params.n_base"] for k in got["children"]) == ["16", "32", "8"]
+
+
+def test_server_stopped_mid_sweep_then_restarted_and_synced_holds_every_run_once(team_stack, tmp_path, tm):
+    out = tmp_path / "outputs"
+    uri = team_stack.uri
+    n = 6
+    env = dict(HARNESS_OUTPUTS=str(out), CI="1")
+    import os
+
+    sweep_proc = subprocess.Popen(
+        [tm.PY, "-m", "harness", "-m", f"+case={tm.JOB}", f"case.params.job=range(0,{n})", "case.params.hold_s=0.7",
+         "tracking=server", f"tracking.uri={uri}", "tracking.timeout_s=2"],
+        cwd=tm.ROOT, env=dict(os.environ, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        sent_before = {}
+        while time.monotonic() < deadline and sweep_proc.poll() is None:  # wait for two jobs on the server
+            for sweep in tm.sweeps(out):
+                for f in sweep.glob("*/tracking.json"):
+                    rec = json.loads(f.read_text())
+                    if rec["state"] == "sent":
+                        sent_before[f.parent.name] = rec["run_id"]
+            if len(sent_before) >= 2:
+                break
+            time.sleep(0.1)
+        assert len(sent_before) >= 2, "no job reached the server"
+        team_stack.stop_server()  # the README's own stop line, while the sweep goes on
+        stdout, stderr = sweep_proc.communicate(timeout=300)
+    finally:
+        if sweep_proc.poll() is None:
+            sweep_proc.kill()
+            sweep_proc.wait()
+        if not _server_up(uri):
+            team_stack.start_server()  # the README's start lines again: same command, same store
+    assert sweep_proc.returncode == 2, stdout + stderr  # 2: some records were not sent
+    m = re.search(r"study sweep  PASS  jobs=6 failed=0  unsent=(\d+)", stdout)
+    assert m and int(m.group(1)) >= 1, stdout
+    (sweep,) = tm.sweeps(out)
+    state = json.loads((sweep / "study_state.json").read_text())
+    assert state["parent_complete"] is False  # the parent's end could not be recorded either
+
+    sync = tm.harness(["--uri", uri, str(out)], out, module="harness.sync")
+    assert sync.returncode == 0, sync.stdout + sync.stderr
+    got = tm.check_sweep(sweep, uri, n)
+    for job, run_id in sent_before.items():  # what was recorded before the stop is still there, unchanged
+        assert got["outcomes"][int(job)]["mlflow_run_id"] == run_id
+    client = MlflowClient(uri)
+    for j in range(n):  # every run present once, by its uid
+        uid = json.loads((sweep / str(j) / "tracking.json").read_text())["run_uid"]
+        hits = client.search_runs([got["parent"].info.experiment_id], filter_string=f"tags.`harness.run_uid` = '{uid}'")
+        assert len(hits) == 1, (j, uid)
+    again = tm.harness(["--uri", uri, str(out)], out, module="harness.sync")
+    assert f"sync: sent=0 parents=0 already_recorded={n} failed=0" in again.stdout, again.stdout
+
+
+def _server_up(uri: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{uri}/health", timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
