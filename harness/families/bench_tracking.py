@@ -7,8 +7,8 @@ role=job (the tiny analytic job the team tests sweep by the dozen):
   ``hold_s`` [s] keeps the job busy for that long (to have jobs in flight when a test stops
   a server or a node); 0 by default.
 role=bench (the benchmark):
-  two writer processes log the same records (params, metrics, tags, three small artifacts of a
-  real job) at the same time, ``runs_per_writer`` each per store and per path, interleaving the
+  two writer processes (the same two for both stores, sqlite first) log the same records (params,
+  metrics, tags, three small artifacts of a real job) at the same time, ``runs_per_writer`` each per store and per path, interleaving the
   harness path (:func:`harness.tracking.record_run`) and the raw path (bare ``MlflowClient``:
   create_run, one log_batch, log_artifacts, set_terminated). Stores: the embedded sqlite store
   in the run directory and the MLflow server ``server_uri`` (PostgreSQL-backed, see the README
@@ -122,42 +122,43 @@ def _artifacts_dir(job_dir: Path) -> Path:
     return art
 
 
-def _writers(p: Dict[str, Any], uri: str, artifact_root, record: Dict[str, Any], exp_id: str,
-             timeout_s: float) -> List[Dict[str, Any]]:
-    """Start the writer processes, let them warm up, start them together; their timings."""
-    spec = json.dumps({"uri": uri, "artifact_root": artifact_root, "record": record, "experiment_id": exp_id,
-                       "runs": p["runs_per_writer"]})
-    env = dict(os.environ, OMP_NUM_THREADS="1", CI="1")
-    procs = [subprocess.Popen([sys.executable, "-m", "harness.families.bench_tracking", spec], env=env,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(p["writers"])]
-    try:
-        for proc in procs:  # each says "ready" after its imports and warm-up records
-            line = proc.stdout.readline().strip()
-            if line != "ready":
-                raise RuntimeError(f"bench writer did not start: {line} {proc.stderr.read()[-2000:]}")
-        for proc in procs:
+class _Writers:
+    """``n`` writer processes that log to the stores phase by phase, started together each time."""
+
+    def __init__(self, n: int, stores: List[Dict[str, Any]], record: Dict[str, Any], runs: int):
+        spec = json.dumps({"stores": stores, "record": record, "runs": runs})
+        env = dict(os.environ, OMP_NUM_THREADS="1", CI="1")
+        self.procs = [subprocess.Popen([sys.executable, "-m", "harness.families.bench_tracking", spec], env=env,
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True) for _ in range(n)]
+        for proc in self.procs:  # each says "ready" after its imports and warm-up records on every store
+            self._expect(proc, "ready")
+
+    @staticmethod
+    def _expect(proc, what: str) -> str:
+        line = proc.stdout.readline().strip()
+        if not line.startswith(what):
+            proc.kill()
+            raise RuntimeError(f"bench writer: expected {what!r}, got {line[:200]!r}: {proc.stderr.read()[-2000:]}")
+        return line[len(what):].strip()
+
+    def phase(self) -> List[Dict[str, Any]]:
+        """Start every writer on its next store at once; their timings when all are done."""
+        for proc in self.procs:
             proc.stdin.write("go\n")
             proc.stdin.flush()
-        results = []
-        for proc in procs:
-            out, err = proc.communicate(timeout=timeout_s)
-            if proc.returncode != 0:
-                raise RuntimeError(f"bench writer failed ({proc.returncode}): {err.strip().splitlines()[-3:]}")
-            results.append(json.loads(out.strip().splitlines()[-1]))
-        return results
-    finally:
-        for proc in procs:
+        return [json.loads(self._expect(proc, "done")) for proc in self.procs]
+
+    def close(self) -> None:
+        for proc in self.procs:
             if proc.poll() is None:
                 proc.kill()
-                proc.wait()
+            proc.wait()
 
 
-def _phase(p, uri, artifact_root, record, timeout_s) -> Dict[str, Any]:
+def _summary(uri: str, exp_id: str, results: List[Dict[str, Any]]) -> Dict[str, Any]:
     from harness import tracking
 
-    exp_id = tracking.ensure_experiment(uri, EXPERIMENT, artifact_root)  # before any writer starts
-    results = _writers(p, uri, artifact_root, record, exp_id, timeout_s)
     start = min(r["start"] for r in results)
     end = max(r["end"] for r in results)
     n_runs = sum(len(r["harness_s"]) + len(r["raw_s"]) for r in results)
@@ -192,11 +193,19 @@ def _bench(p: Dict[str, Any], ctx: RunContext) -> CaseResult:
         job_dir = next((inner / "job" / "runs" / "bench" / "tracking_job").iterdir())
         _artifacts_dir(job_dir)
         record = _record(job_dir)
-    timeout_s = 600.0
-    with ctx.stage("sqlite"):
-        sqlite = _phase(p, sqlite_uri, str(inner / "sqlite" / "mlartifacts"), record, timeout_s)
-    with ctx.stage("server"):
-        srv = _phase(p, server, None, record, timeout_s)
+    stores = [{"name": "sqlite", "uri": sqlite_uri, "artifact_root": str(inner / "sqlite" / "mlartifacts")},
+              {"name": "server", "uri": server, "artifact_root": None}]
+    for st in stores:  # the experiments exist before any writer starts
+        st["experiment_id"] = tracking.ensure_experiment(st["uri"], EXPERIMENT, st["artifact_root"])
+    writers = _Writers(p["writers"], stores, record, p["runs_per_writer"])
+    try:
+        done = {}
+        for st in stores:  # sqlite first, then the server: the same writer processes, started together
+            with ctx.stage(st["name"]):
+                done[st["name"]] = _summary(st["uri"], st["experiment_id"], writers.phase())
+    finally:
+        writers.close()
+    sqlite, srv = done["sqlite"], done["server"]
     ctx.write_json("bench.json", {"warmup": True, "writers": p["writers"], "runs_per_writer": p["runs_per_writer"],
                                   "sqlite": sqlite, "server": srv})
     missing = (sqlite["runs_expected"] - sqlite["runs_found"]) + (srv["runs_expected"] - srv["runs_found"])
@@ -228,47 +237,52 @@ def _raw_run(c, exp_id: str, record: Dict[str, Any], uid: str) -> str:
     return rid
 
 
-def _harness_run(spec: Dict[str, Any], uid: str) -> str:
+def _harness_run(store: Dict[str, Any], record: Dict[str, Any], uid: str) -> str:
     from harness import tracking
 
-    record = spec["record"]
-    return tracking.record_run(uri=spec["uri"], artifact_root=spec["artifact_root"], experiment=EXPERIMENT,
+    return tracking.record_run(uri=store["uri"], artifact_root=store["artifact_root"], experiment=EXPERIMENT,
                                run_name="harness", params=record["params"], metrics=record["metrics"], series={},
                                tags={**record["tags"], "bench.uid": uid, "bench.path": "harness"},
                                artifacts_dir=Path(record["artifacts"]), status="FINISHED", timeout_s=5.0)
 
 
-def _writer(spec: Dict[str, Any]) -> Dict[str, Any]:
-    """Warm up, wait for "go" on stdin, then log ``runs`` records per path, interleaved."""
+def _writer(spec: Dict[str, Any]) -> None:
+    """Warm up on every store; then per store: wait for "go" on stdin, log ``runs`` records per
+    path, interleaved, and print "done" with the timings."""
     import uuid
 
     from harness import tracking
 
-    c = tracking.client(spec["uri"])
-    _harness_run(spec, "warmup-" + uuid.uuid4().hex)
-    _raw_run(c, spec["experiment_id"], spec["record"], "warmup-" + uuid.uuid4().hex)
+    stores = spec["stores"]
+    for st in stores:
+        c = tracking.client(st["uri"])
+        _harness_run(st, spec["record"], "warmup-" + uuid.uuid4().hex)
+        _raw_run(c, st["experiment_id"], spec["record"], "warmup-" + uuid.uuid4().hex)
     print("ready", flush=True)
-    if sys.stdin.readline().strip() != "go":
-        raise SystemExit("bench writer: no go")
-    harness_s: List[float] = []
-    raw_s: List[float] = []
-    uids: List[str] = []
-    start = time.time()
-    for i in range(spec["runs"]):  # interleaved: both paths see the same load on the store
-        for path in (("harness", "raw") if i % 2 == 0 else ("raw", "harness")):
-            uid = uuid.uuid4().hex
-            t0 = time.perf_counter()
-            if path == "harness":
-                _harness_run(spec, uid)
-                harness_s.append(time.perf_counter() - t0)
-            else:
-                _raw_run(c, spec["experiment_id"], spec["record"], uid)
-                raw_s.append(time.perf_counter() - t0)
-            uids.append(uid)
-    end = time.time()
-    return {"start": start, "end": end, "harness_s": harness_s, "raw_s": raw_s, "uids": uids, "pid": os.getpid()}
+    for st in stores:
+        if sys.stdin.readline().strip() != "go":
+            raise SystemExit("bench writer: no go")
+        c = tracking.client(st["uri"])
+        harness_s: List[float] = []
+        raw_s: List[float] = []
+        uids: List[str] = []
+        start = time.time()
+        for i in range(spec["runs"]):  # interleaved: both paths see the same load on the store
+            for path in (("harness", "raw") if i % 2 == 0 else ("raw", "harness")):
+                uid = uuid.uuid4().hex
+                t0 = time.perf_counter()
+                if path == "harness":
+                    _harness_run(st, spec["record"], uid)
+                    harness_s.append(time.perf_counter() - t0)
+                else:
+                    _raw_run(c, st["experiment_id"], spec["record"], uid)
+                    raw_s.append(time.perf_counter() - t0)
+                uids.append(uid)
+        end = time.time()
+        print("done " + json.dumps({"start": start, "end": end, "harness_s": harness_s, "raw_s": raw_s, "uids": uids,
+                                    "pid": os.getpid()}), flush=True)
 
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING)
-    print(json.dumps(_writer(json.loads(sys.argv[1]))), flush=True)
+    _writer(json.loads(sys.argv[1]))
