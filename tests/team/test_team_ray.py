@@ -92,7 +92,9 @@ def _attempts(sweep: Path, n: int):
 def _ray_sweep(tm, ray_cluster, uri, out, n, hold_s, extra=()):
     return subprocess.Popen(
         [tm.PY, "-m", "harness", "-m", "hydra/launcher=ray_cluster",
-         f"hydra.launcher.ray.init.address={ray_cluster.address}", f"+case={tm.JOB}",
+         f"hydra.launcher.ray.init.address={ray_cluster.address}",
+         "+hydra.launcher.ray.init._node_ip_address=127.0.0.1",  # the driver on loopback too
+         f"+case={tm.JOB}",
          f"case.params.job=range(0,{n})", f"case.params.hold_s={hold_s}", "tracking=server", f"tracking.uri={uri}",
          *extra],
         cwd=tm.ROOT, env=dict(os.environ, HARNESS_OUTPUTS=str(out), CI="1", **ray_cluster.auth),
@@ -172,3 +174,56 @@ def test_killing_the_worker_node_mid_sweep_reruns_its_jobs_on_the_head(team_stac
         assert MlflowClient(team_stack.uri).get_run(run_id).info.status == "FINISHED"
     tm.write_artifact("team_ray_kill.json", {"victim_job": victim, "attempts": attempts, "parent_tags": {
         k: v for k, v in tags.items() if k.startswith("ray.")}, "recorded_before_kill": before})
+
+
+@pytest.mark.slow
+def test_without_retries_a_job_lost_with_its_node_fails_the_sweep_and_keeps_earlier_records(
+        team_stack, ray_cluster, tmp_path, tm):
+    """max_retries=0: the job on the killed node cannot be re-run; the launcher raises, the
+    sweep stops, the parent run ends FAILED with the reason in tag `error`, and every run
+    recorded before the kill stays FINISHED."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_OUTPUTS", "RAY_ADDRESS")}
+    env.update(RAY_USAGE_STATS_ENABLED="0", **ray_cluster.auth)
+    node = _start_node(tm.PY, [f"--address={ray_cluster.address}", f"--node-manager-port={tm.free_port()}",
+                               f"--object-manager-port={tm.free_port()}"],
+                       env, ray_cluster.base / "worker2.log", ray_cluster.base / "worker")
+    try:
+        raylet = _raylet_of(node)
+        out = tmp_path / "outputs"
+        proc = _ray_sweep(tm, ray_cluster, team_stack.uri, out, 4, hold_s=3.0,
+                          extra=["hydra.launcher.ray.remote.max_retries=0"])
+        try:
+            deadline = time.monotonic() + 300
+            victim = None
+            while time.monotonic() < deadline and proc.poll() is None and victim is None:
+                for f in out.glob("sweeps/*/*/*/*/ray_attempts.json"):
+                    try:
+                        a = json.loads(f.read_text())
+                    except ValueError:
+                        continue
+                    if a and a[-1]["raylet_pid"] == raylet and not (f.parent / "outcome.json").exists():
+                        victim = f.parent
+                time.sleep(0.1)
+            assert victim is not None, "no job started on the second node"
+            os.killpg(node.pid, signal.SIGKILL)
+            node.wait(timeout=30)
+            stdout, stderr = proc.communicate(timeout=600)
+        finally:
+            if proc.poll() is None:
+                tm.stop_group(proc)
+    finally:
+        tm.stop_group(node, grace_s=5.0)
+    assert proc.returncode != 0, stdout[-2000:]
+    (sweep,) = tm.sweeps(out)
+    state = json.loads((sweep / "study_state.json").read_text())
+    client = MlflowClient(team_stack.uri)
+    parent, kids = tm.children(client, state["parent_run_id"])
+    assert parent.info.status == "FAILED"
+    assert "Error" in parent.data.tags["error"], parent.data.tags  # the Ray error that stopped the sweep
+    assert not (victim / "tracking.json").exists()  # the lost job left no record
+    for f in sweep.glob("*/tracking.json"):  # whatever was recorded stays, finished
+        rec = json.loads(f.read_text())
+        assert rec["state"] == "sent" and client.get_run(rec["run_id"]).info.status == "FINISHED"
+    assert all(k.info.status == "FINISHED" for k in kids)
+    tm.write_artifact("team_ray_lost.json", {"victim": str(victim), "parent_error": parent.data.tags["error"],
+                                             "recorded": len(kids)})
