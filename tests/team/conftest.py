@@ -108,9 +108,6 @@ class ReadmeShell:
                 return text
             out.append(got)
 
-    def value(self, name: str) -> str:
-        return self.run(f'echo "${{{name}}}"').strip()
-
     def close(self) -> None:
         if self.proc.poll() is None:
             try:

@@ -7,6 +7,7 @@ with a second sweep launched at the same time from another process.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import time
@@ -62,8 +63,6 @@ def test_server_stopped_mid_sweep_then_restarted_and_synced_holds_every_run_once
     uri = team_stack.uri
     n = 5
     env = dict(HARNESS_OUTPUTS=str(out), CI="1")
-    import os
-
     sweep_proc = subprocess.Popen(
         [tm.PY, "-m", "harness", "-m", f"+case={tm.JOB}", f"case.params.job=range(0,{n})", "case.params.hold_s=0.5",
          "tracking=server", f"tracking.uri={uri}", "tracking.timeout_s=2"],
@@ -129,8 +128,6 @@ def test_readme_sweep_of_32_jobs_and_a_concurrent_second_sweep_lose_nothing(team
     process, a second sweep (8 jobs; 16 with HARNESS_FULL=1), both into one fresh experiment of
     the one server: every child with every metric, both parents complete, no duplicate, no
     race on the store's schema or the experiment's creation."""
-    import os
-
     uri = team_stack.uri
     prefix = "team-concurrency/"  # a fresh experiment: both sweeps race to create it
     n_first, n_second = 32, (16 if tm.FULL else 8)
