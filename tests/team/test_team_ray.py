@@ -129,7 +129,7 @@ def test_killing_the_worker_node_mid_sweep_reruns_its_jobs_on_the_head(team_stac
     recorded before the kill is unchanged."""
     out = tmp_path / "outputs"
     n = 4
-    proc = _ray_sweep(tm, ray_cluster, team_stack.uri, out, n, hold_s=3.0)
+    proc = _ray_sweep(tm, ray_cluster, team_stack.uri, out, n, hold_s=2.0)
     try:
         deadline = time.monotonic() + 300
         victim = None
@@ -177,6 +177,7 @@ def test_killing_the_worker_node_mid_sweep_reruns_its_jobs_on_the_head(team_stac
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("HARNESS_FULL") != "1", reason="a third Ray node and sweep: HARNESS_FULL=1 only")
 def test_without_retries_a_job_lost_with_its_node_fails_the_sweep_and_keeps_earlier_records(
         team_stack, ray_cluster, tmp_path, tm):
     """max_retries=0: the job on the killed node cannot be re-run; the launcher raises, the
