@@ -132,24 +132,32 @@ def test_killing_the_worker_node_mid_sweep_reruns_its_jobs_on_the_head(team_stac
     proc = _ray_sweep(tm, ray_cluster, team_stack.uri, out, n, hold_s=2.0)
     try:
         deadline = time.monotonic() + 300
-        victim = None
+        victim, before = None, {}
+        # kill when a second-wave job (started after the first wave's 2 s hold) is still holding on
+        # the worker node, i.e. after earlier jobs were recorded and well before it records itself
         while time.monotonic() < deadline and proc.poll() is None and victim is None:
             for sweep in tm.sweeps(out):
+                for f in sweep.glob("*/tracking.json"):
+                    rec = json.loads(f.read_text())
+                    if rec["state"] == "sent":
+                        before[int(f.parent.name)] = rec["run_id"]
+                found = {}
                 for f in sweep.glob("*/ray_attempts.json"):
                     try:
-                        a = json.loads(f.read_text())
+                        found[int(f.parent.name)] = json.loads(f.read_text())
                     except ValueError:
                         continue
-                    if a and a[-1]["raylet_pid"] == ray_cluster.worker_raylet and not (f.parent / "outcome.json").exists():
-                        victim = int(f.parent.name)
-            time.sleep(0.1)
-        assert victim is not None, "no job started on the worker node"
+                if not found:
+                    continue
+                t_first = min(a[0]["start"] for a in found.values() if a)
+                for job, a in found.items():
+                    last = a[-1]
+                    if (before and last["raylet_pid"] == ray_cluster.worker_raylet and job not in before
+                            and last["start"] >= t_first + 2.0 and time.time() - last["start"] < 1.2):
+                        victim = job
+            time.sleep(0.05)
+        assert victim is not None, "no job in flight on the worker node after a recorded one"
         (sweep,) = tm.sweeps(out)
-        before = {}
-        for f in sweep.glob("*/tracking.json"):  # recorded before the kill
-            rec = json.loads(f.read_text())
-            if rec["state"] == "sent":
-                before[int(f.parent.name)] = rec["run_id"]
         os.killpg(ray_cluster.worker.pid, signal.SIGKILL)  # the whole node: ray start, raylet, its workers
         ray_cluster.worker.wait(timeout=30)
         stdout, stderr = proc.communicate(timeout=600)
@@ -161,6 +169,7 @@ def test_killing_the_worker_node_mid_sweep_reruns_its_jobs_on_the_head(team_stac
     got = tm.check_sweep(sweep, team_stack.uri, n)  # one finished run per job, all metrics, parent complete
     attempts = _attempts(sweep, n)
     va = attempts[victim]
+    assert before and victim not in before
     assert len(va) == 2 and va[0]["raylet_pid"] == ray_cluster.worker_raylet
     assert va[1]["raylet_pid"] == ray_cluster.head_raylet  # re-run on the node left
     worker = json.loads((sweep / str(victim) / "tracking.json").read_text())["worker"]
