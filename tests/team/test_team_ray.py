@@ -28,6 +28,32 @@ def _ppid(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
+def _children(pid: int):
+    """Pids of the live processes whose parent is ``pid``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if _ppid(int(d.name)) == pid:
+                    out.append(int(d.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def _kill_node(node: subprocess.Popen, raylet: int) -> None:
+    """SIGKILL a whole Ray node: its `ray start` group and the raylet's worker processes (which
+    may sit in a process group of their own)."""
+    workers = _children(raylet)
+    os.killpg(node.pid, signal.SIGKILL)
+    for pid in workers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    node.wait(timeout=30)
+
+
 def _start_node(sc_py: str, args, env, log: Path, cwd: Path) -> subprocess.Popen:
     with open(log, "w") as fh:
         return subprocess.Popen([str(Path(sc_py).parent / "ray"), "start", "--block", "--num-cpus=1",
@@ -158,8 +184,7 @@ def test_killing_the_worker_node_mid_sweep_reruns_its_jobs_on_the_head(team_stac
             time.sleep(0.05)
         assert victim is not None, "no job in flight on the worker node after a recorded one"
         (sweep,) = tm.sweeps(out)
-        os.killpg(ray_cluster.worker.pid, signal.SIGKILL)  # the whole node: ray start, raylet, its workers
-        ray_cluster.worker.wait(timeout=30)
+        _kill_node(ray_cluster.worker, ray_cluster.worker_raylet)  # the whole node: ray start, raylet, workers
         stdout, stderr = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
@@ -215,8 +240,7 @@ def test_without_retries_a_job_lost_with_its_node_fails_the_sweep_and_keeps_earl
                         victim = f.parent
                 time.sleep(0.1)
             assert victim is not None, "no job started on the second node"
-            os.killpg(node.pid, signal.SIGKILL)
-            node.wait(timeout=30)
+            _kill_node(node, raylet)
             stdout, stderr = proc.communicate(timeout=600)
         finally:
             if proc.poll() is None:
