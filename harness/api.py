@@ -36,4 +36,5 @@ def run_case(case: str, overrides: Sequence[str] = (), tracking_uri: Optional[st
     cfg = compose(all_overrides)
     run_dir = new_run_dir(cfg.paths.outputs, case)
     return run_case_config(cfg, run_dir, command=[sys.argv[0], "run_case", case, *overrides],
-                           overrides=all_overrides, parent_run_id=parent_run_id)
+                           overrides=all_overrides, parent_run_id=parent_run_id,
+                           run_name=case)  # a named case, also as a child (sweep jobs are named by their overrides)

@@ -154,6 +154,9 @@ def _may_have_baseline(uri: str, case: str) -> bool:
 
     from harness import mlflow_sqlite
 
+    path = mlflow_sqlite.db_path(uri)
+    if path is not None and not path.is_file():  # no store yet (and none created by looking)
+        return False
     db = mlflow_sqlite.usable(uri)
     if db is None:
         return True

@@ -187,7 +187,7 @@ def test_bad_declarations_are_refused_before_the_model_runs(harness_env, overrid
 def test_schema_rejects_a_misspelt_key_at_composition(harness_env):
     from harness.context import HarnessInputError
 
-    with pytest.raises(HarnessInputError, match=r"case\.params\.model\.timeout"):
+    with pytest.raises(HarnessInputError, match=r"case \(conf/case/examples/heat1d\.yaml\): unknown key 'params\.model\.timeout'.*did you mean 'timeout_s'"):
         run("examples/heat1d", "case.params.model.timeout=5")
 
 

@@ -53,9 +53,10 @@ def test_readme_walk_through_runs_as_written(tmp_path):
     assert re.search(r"^examples/heat1d  PASS  e_u=0\.00285\d  error_constant=1\.14", single, re.M), single
     m = re.search(r"study examples/heat1d_refinement  PASS  jobs=3 failed=0 .* observed_order=([\d.]+)", study)
     assert m and abs(float(m.group(1)) - 2.0) < 0.05, study
-    assert "gci_gci_12=" in study
-    m = re.search(r"observed order ([\d.]+), GCI_12 ([\d.e+-]+)", compare)
+    assert re.search(r"u_center:monotonic p=2\.0\d* f_ext=0\.37\d* u_num=", study), study
+    m = re.search(r"observed order ([\d.]+), GCI_12 ([\d.e+-]+), u_num ([\d.e+-]+)", compare)
     assert m and abs(float(m.group(1)) - 2.0) < 0.05 and 0 < float(m.group(2)) < 1e-2, compare
+    assert 0 < float(m.group(3)) < 1e-3, compare
     rows = [ln.split() for ln in compare.splitlines()[1:4]]
     assert [r[0] for r in rows] == ["10", "20", "40"]
     assert (tmp_path / "outputs" / "mlflow.db").is_file()  # the README's ./outputs, not the test store
@@ -72,4 +73,4 @@ def test_pendulum_order_in_dt_through_the_study(tmp_path):
     # Störmer–Verlet: energy error O(dt^2); measured 2.000 between every pair of levels
     for k in ("observed_order_0_1", "observed_order_1_2"):
         assert study["metrics"][k] == pytest.approx(2.0, abs=0.02), k
-    assert study["metrics"]["gci_p"] == pytest.approx(2.0, abs=0.05)  # GCI on the period T
+    assert study["metrics"]["gci_T_p"] == pytest.approx(2.0, abs=0.05)  # GCI on the period T

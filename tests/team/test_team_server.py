@@ -53,7 +53,7 @@ def test_single_run_and_study_are_recorded_on_the_postgres_server(team_stack, tm
     parent = got["parent"]
     # the trapezoid rule is second order; its Richardson extrapolation is the exact integral 2
     assert parent.data.metrics["observed_order"] == pytest.approx(2.0, abs=0.01)
-    assert parent.data.metrics["gci_f_extrapolated"] == pytest.approx(2.0, abs=1e-5)
+    assert parent.data.metrics["gci_integral_f_extrapolated"] == pytest.approx(2.0, abs=1e-5)
     assert parent.data.tags["verdict"] == "pass" and parent.data.tags["n_failed"] == "0"
     assert sorted(k.data.params["case.params.n_base"] for k in got["children"]) == ["16", "32", "8"]
 
