@@ -80,6 +80,18 @@ def map_axisymmetric_load(radial_edges, pressure, points, areas, *, axis_origin=
 
     radial_edges (Nr+1,) m; pressure (Nt, Nr) or (Nr,) Pa ring averages; points (Nc, 2|3) m;
     areas (Nc,) m^2 tributary areas. Points outside the common disk receive zero pressure.
+
+    Example: two points (x = 0.25, 0.75 m) with areas 0.5, 1 m² under a uniform 1 bar on the unit
+    disk: the correction lifts both so that the target force is p0 π R².
+
+    >>> import numpy as np
+    >>> from models.load_transfer import map_axisymmetric_load
+    >>> res = map_axisymmetric_load(np.array([0.0, 0.5, 1.0]), np.array([1.0e5, 1.0e5]),
+    ...                             np.array([[0.25, 0.0], [0.75, 0.0]]), np.array([0.5, 1.0]))
+    >>> res.pressure.shape                                # (Nt, Nc), Pa
+    (1, 2)
+    >>> round(float(res.target_force[0] / (1.0e5 * np.pi)), 12), round(float(res.correction[0]), 3)
+    (1.0, 109439.51)
     """
     p = np.atleast_2d(np.asarray(pressure, dtype=np.float64))
     a = np.asarray(areas, dtype=np.float64)

@@ -30,6 +30,13 @@ def shear_point_forces(radial_edges, shear, points, areas, *, axis_origin=(0.0, 
     """Point shear forces (..., Nc, 3) N: tau of the point's ring x A_a x e_r(a).
 
     shear (..., Nr) Pa ring averages; zero beyond the last edge / R_map, zero on the axis.
+
+    >>> import numpy as np
+    >>> from models.load_transfer import shear_point_forces
+    >>> shear_point_forces(np.array([0.0, 0.5, 1.0]), np.array([10.0, 20.0]),      # tau (Nr,) Pa
+    ...                    np.array([[0.25, 0.0, 0.0], [0.0, 0.75, 0.0]]), np.array([0.5, 1.0]))
+    array([[ 5.,  0.,  0.],
+           [ 0., 20.,  0.]])
     """
     rings = point_rings(points, radial_edges, axis_origin=axis_origin, r_map=r_map)
     tau = sample_ring_values(shear, rings)  # (..., Nc)
@@ -42,6 +49,18 @@ def shear_nodal_forces(operator, shear) -> np.ndarray:
 
     ``operator.shear_matrices()`` (ConservativePressureOperator) returns sparse (Nn, Nr)
     matrices whose integrands use the null limit on the axis; f_a = (Mx tau, My tau, 0).
+
+    Example: a uniform radial tau0 on the unit disk; since the linear shape functions reproduce x and
+    y, the nodal moment Σ_a x_a · f_a equals ∫ tau0 r dA = 2π tau0 R³/3.
+
+    >>> import numpy as np
+    >>> from models.load_transfer import ConservativePressureOperator, disk_mesh, shear_nodal_forces
+    >>> s = disk_mesh(radius=1.0, resolution=4)
+    >>> f = shear_nodal_forces(ConservativePressureOperator(s, np.linspace(0.0, 1.0, 5)), np.full(4, 100.0))
+    >>> f.shape                                            # (Nn, 3), N
+    (61, 3)
+    >>> round(float((s.nodes[:, :2] * f[:, :2]).sum() / (2 * np.pi * 100.0 / 3)), 9)
+    1.0
     """
     mx, my = operator.shear_matrices()
     tau = np.asarray(shear, dtype=np.float64)

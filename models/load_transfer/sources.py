@@ -60,6 +60,15 @@ class RingPressureHistory:
     shear         : (Nt, Nr) Pa radial shear ring averages, or None.
     unloaded_ends : the history certifies unloaded initial and final states; the load is then
                     zero outside [time[0], time[-1]] (requires pressure/shear zero at both ends).
+
+    >>> import numpy as np
+    >>> from models.load_transfer import RingPressureHistory
+    >>> h = RingPressureHistory(time=np.array([0.0, 1.0]), radial_edges=np.array([0.0, 0.5, 1.0]),
+    ...                         pressure=np.array([[1.0e5, 1.0e5], [3.0e5, 3.0e5]]))
+    >>> h.n_rings, h.ring_areas() / np.pi                # A_i = π (r_{i+1}² − r_i²), m^2
+    (2, array([0.25, 0.75]))
+    >>> h.force() / np.pi                                # F_B = p π R² at the knots, N
+    array([100000., 300000.])
     """
 
     time: np.ndarray
@@ -193,6 +202,18 @@ def analytic_ring_history(
     pulse    : time factor g(t) * amplitude; "constant" knots (t0, t1) at 1; "triangular"
                (t0,0),(t1,1),(t2,0); "rectangular" (t0,0),(t0,1),(t1,1),(t1,0) (jumps).
     shear    : uniform radial shear amplitude, Pa, with the same time factor (0 -> zeros).
+
+    Example: exact ring averages of a parabolic profile give F = π p0 R²/2.
+
+    >>> import numpy as np
+    >>> from models.load_transfer import analytic_ring_history
+    >>> h = analytic_ring_history(r_max=1.0, n_rings=4, profile="parabolic", p0=2.0e5)
+    >>> h.pressure.shape                                  # (Nt, Nr), knots (0, 1) s
+    (2, 4)
+    >>> h.pressure[0]                                     # Pa
+    array([193750., 168750., 118750.,  43750.])
+    >>> round(float(h.force()[0] / (np.pi * 2.0e5 / 2)), 12)
+    1.0
     """
     r_max = float(r_max)
     if not (np.isfinite(r_max) and r_max > 0.0):
@@ -224,6 +245,13 @@ def exact_force(profile: str, p0: float, R: float, *, r_max: Optional[float] = N
 
     uniform   : p0 pi R^2 (R = the loaded disk radius; r_max, if given, replaces R).
     parabolic : pi p0 R^2 / 2 when r_max >= R; pi p0 (c^2 - c^4/(2R^2)) with c = min(r_max, R).
+
+    >>> import numpy as np
+    >>> from models.load_transfer import exact_force
+    >>> round(exact_force("uniform", 1.0e5, 2.0) / (1.0e5 * np.pi * 2.0**2), 12)
+    1.0
+    >>> round(exact_force("parabolic", 1.0e5, 2.0) / (np.pi * 1.0e5 * 2.0**2 / 2), 12)
+    1.0
     """
     R = float(R)
     if profile == "uniform":
@@ -248,5 +276,11 @@ def exact_impulse(
     """Closed-form impulse J = F * amplitude * integral of the unit pulse over its knots, N s.
 
     constant/rectangular: (t1 - t0); triangular: (t2 - t0)/2.
+
+    >>> import numpy as np
+    >>> from models.load_transfer import exact_impulse
+    >>> J = exact_impulse("uniform", 1.0e5, 1.0, "triangular", (0.0, 1.0e-3, 2.0e-3))
+    >>> round(J / (1.0e5 * np.pi * 1.0e-3), 12)          # F (t2 - t0)/2, N s
+    1.0
     """
     return exact_force(profile, p0, R, r_max=r_max) * float(amplitude) * _pulse_integral(pulse, pulse_times)

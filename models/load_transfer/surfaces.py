@@ -23,6 +23,14 @@ class SurfaceMesh:
                   outward normal.
     normal      : (3,) unit outward normal of the planar surface.
     axis_origin : (2,) m, (x_c, y_c) of the load axis (parallel to z).
+
+    >>> import numpy as np
+    >>> from models.load_transfer import SurfaceMesh
+    >>> unit_square = SurfaceMesh(nodes=np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]]),
+    ...                           elements=np.array([[0, 1, 2, 3]]), normal=np.array([0.0, 0.0, 1.0]),
+    ...                           axis_origin=np.array([0.0, 0.0]))
+    >>> unit_square.kind, unit_square.area()             # one quad, 1 m^2
+    ('quad', 1.0)
     """
 
     nodes: np.ndarray
@@ -221,6 +229,16 @@ def disk_mesh(
                  mesh covers the disk) or "inscribe" (boundary vertices on the circle).
     outward    : "+z" or "-z", the outward normal; element order is ccw seen from it.
     ``center`` is also the mesh's axis origin.
+
+    >>> import numpy as np
+    >>> from models.load_transfer import disk_mesh
+    >>> s = disk_mesh(radius=1.0, resolution=4)         # 6 n^2 = 96 triangles, 1 + 3 n (n + 1) nodes
+    >>> s.nodes.shape, s.elements.shape
+    ((61, 3), (96, 3))
+    >>> round(float(s.area() / (24 * np.tan(np.pi / 24))), 12)   # circumscribed 24-gon: N R^2 tan(pi/N)
+    1.0
+    >>> disk_mesh(radius=0.5, resolution=4, kind="quad").elements.shape   # m = 2: 4 m^2 + 8 m (n - m)
+    (48, 4)
     """
     radius = float(radius)
     if not (np.isfinite(radius) and radius > 0.0):

@@ -14,7 +14,16 @@ log = logging.getLogger(__name__)
 
 
 class OutOfHistoryError(ValueError):
-    """A target step lies (partly) outside the source history span."""
+    """A target step lies (partly) outside the source history span.
+
+    >>> import numpy as np
+    >>> from models.load_transfer import OutOfHistoryError, exact_time_average
+    >>> try:
+    ...     exact_time_average(np.array([0.0, 1.0]), np.array([0.0, 2.0]), np.array([0.5, 1.5]))
+    ... except OutOfHistoryError as err:
+    ...     print(str(err)[:39])
+    t_edges: step 0 [0.5, 1.5] s lies outsi
+    """
 
 
 def _cumulative(time: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -62,6 +71,13 @@ def exact_time_average(time, values, t_edges, *, unloaded_ends: bool = False) ->
     unloaded_ends : values are zero outside [time[0], time[-1]]; otherwise a step outside that
                span raises OutOfHistoryError.
     Returns (Nsteps, ...) step means. Vectorised: cumulative integral + searchsorted.
+
+    Example: p = 2 t on [0, 1] s averaged over two steps of 0.5 s has means 0.5 and 1.5.
+
+    >>> import numpy as np
+    >>> from models.load_transfer import exact_time_average
+    >>> exact_time_average(np.array([0.0, 1.0]), np.array([0.0, 2.0]), np.array([0.0, 0.5, 1.0]))
+    array([0.5, 1.5])
     """
     time = np.asarray(time, dtype=np.float64)
     vals = np.asarray(values, dtype=np.float64)
@@ -153,7 +169,12 @@ class StreamingTimeAverage:
 
 
 def step_edges(t0: float, dt: float, n_steps: int) -> np.ndarray:
-    """Uniform step edges t0 + n dt, n = 0..n_steps, s."""
+    """Uniform step edges t0 + n dt, n = 0..n_steps, s.
+
+    >>> from models.load_transfer import step_edges
+    >>> step_edges(0.0, 0.25, 4)
+    array([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    """
     if not (np.isfinite(dt) and dt > 0.0):
         raise ValueError(f"dt: must be a positive finite step in s, got {dt!r}")
     if int(n_steps) != n_steps or int(n_steps) < 1:
@@ -166,6 +187,10 @@ def step_times_for_end(t_end: float, dt: float, *, t0: float = 0.0) -> np.ndarra
 
     (t_end - t0)/dt must be an integer to 1e-9; (Kratos' end_time = (N - 1/2) dt rule belongs
     to the exporter, not here.)
+
+    >>> from models.load_transfer import step_times_for_end
+    >>> step_times_for_end(1.0e-3, 2.5e-4) * 1e3        # ms
+    array([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
     span = float(t_end) - float(t0)
     if not (np.isfinite(span) and span > 0.0):

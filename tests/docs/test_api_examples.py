@@ -33,3 +33,26 @@ def test_public_api_is_exported_documented_and_its_examples_run(family):
         assert res.failed == 0, f"{mod.__name__}: {res.failed} docstring example(s) failed (run python -m doctest -v)"
         attempted += res.attempted
     assert attempted >= 3, f"models.{family}: only {attempted} docstring examples"
+
+
+# Families whose every exported name (functions, classes, exceptions, result types) carries its own
+# runnable example in its own docstring; the module-wide count above cannot see a name without one.
+EXAMPLE_PER_NAME = ("load_transfer",)
+
+
+def _own_examples(family: str):
+    pkg = importlib.import_module(f"models.{family}")
+    return [(family, name) for name in pkg.__all__]
+
+
+@pytest.mark.parametrize("family,name", [p for f in EXAMPLE_PER_NAME for p in _own_examples(f)])
+def test_every_exported_name_has_its_own_running_example(family, name):
+    obj = getattr(importlib.import_module(f"models.{family}"), name)
+    finder = doctest.DocTestFinder(recurse=False)
+    tests = [t for t in finder.find(obj, f"models.{family}.{name}") if t.examples]
+    assert tests, f"models.{family}.{name}: no >>> example in its docstring"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for t in tests:
+        runner.run(t)
+    res = runner.summarize(verbose=False)
+    assert res.attempted >= 2 and res.failed == 0, f"models.{family}.{name}: {res}"
