@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -35,3 +37,30 @@ def harness_env(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tracking_uri(harness_env) -> str:
     return f"sqlite:///{harness_env}/mlflow.db"
+
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"  # Debian's chromium, chromium-driver
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1600,1200"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium through Selenium, with a fresh profile (one per test module)."""
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in CHROMIUM_FLAGS + [f"--user-data-dir={profile}"]:
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
+    driver.set_page_load_timeout(120)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)

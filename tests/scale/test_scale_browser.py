@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import time
 import urllib.parse
 from pathlib import Path
@@ -19,36 +17,12 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1600,1200"]
 
 
 def artifacts_dir() -> Path:
     d = Path(os.environ.get("HARNESS_TEST_ARTIFACTS") or ROOT / "outputs" / "test-artifacts")
     d.mkdir(parents=True, exist_ok=True)
     return d
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
-        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in FLAGS + [f"--user-data-dir={profile}"]:
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
-    driver.set_page_load_timeout(120)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def wait_text(driver, needles, timeout_s: float = 90.0) -> str:

@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -23,8 +22,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,900"]
 
 
 def readme_section() -> str:
@@ -90,25 +87,6 @@ def readme_ui(tmp_path_factory):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in FLAGS + [f"--user-data-dir={profile}"]:
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
-    driver.set_page_load_timeout(120)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def test_readme_runs_url_shows_the_run_and_model_training_leads_there(readme_ui, browser):

@@ -3,17 +3,14 @@ subprocess (with the test adapter importable), and headless Chromium."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
 def run_harness(args, outputs: Path, env=None, timeout: float = 600, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -32,29 +29,6 @@ def suite_outputs(tmp_path_factory) -> Path:
 
     tracking.ensure_experiment(f"sqlite:///{out}/mlflow.db", "harness/_init", str(out / "mlartifacts"))
     return out
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
-        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1600,1200",
-                 f"--user-data-dir={profile}"]:
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
-    driver.set_page_load_timeout(120)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
