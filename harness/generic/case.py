@@ -34,8 +34,6 @@ from harness.manifest import PROJECT_ROOT
 log = logging.getLogger(__name__)
 WHERE = "case.params"
 REFERENCE_KINDS = ("expression", "file", "callable", "baseline")
-BASELINE_MISSING = ("{where}: baseline references need harness.baseline (accepted baseline runs), "
-                    "which this harness does not have yet")
 
 
 def _conf(cfg: DictConfig) -> DictConfig:
@@ -122,8 +120,6 @@ def validate(conf: DictConfig) -> None:
     for name, spec in conf.reference.items():
         where = f"{WHERE}.reference.{name}"
         kind = _reference_kind(where, spec)
-        if kind == "baseline":
-            raise HarnessInputError(BASELINE_MISSING.format(where=where))
         if kind == "expression":
             _check(f"{where}.expression", spec.expression, names)
         elif kind == "file":
@@ -182,7 +178,7 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     with ctx.stage("outputs"):
         _read_outputs(conf, ctx, ns, returned)
     with ctx.stage("reference"):
-        _references(conf, ctx, ns)
+        _references(conf, ctx, ns, cfg, info)
     with ctx.stage("metrics"):
         metrics, units = _metrics(conf, ns)
     info["metric_units"] = units
@@ -264,12 +260,40 @@ def _reference_kind(where: str, spec: DictConfig) -> str:
     return given[0]
 
 
-def _references(conf: DictConfig, ctx: RunContext, ns: Namespace) -> None:
+def _baseline_value(cfg: DictConfig, where: str, name: str, spec: DictConfig, info: Dict[str, Any]) -> float:
+    """The metric ``spec.key`` (default ``name``) of the accepted baseline run of ``spec.case``
+    (default: this case) in this run's tracking store; recorded in ``info["baseline_references"]``."""
+    from harness import baseline, tracking
+
+    tcfg = OmegaConf.select(cfg, "tracking")
+    if tcfg is None or not tcfg.enabled:
+        raise HarnessInputError(f"{where}: a baseline reference reads the tracking store; tracking is off")
+    case = str(spec.case or OmegaConf.select(cfg, "case.name"))
+    key = str(spec.key or name)
+    try:
+        runs = baseline.accepted_runs(tracking.client(str(tcfg.uri)), case)
+    except Exception as exc:  # noqa: BLE001 - an unreadable store is invalid input for this case
+        raise HarnessInputError(f"{where}: cannot read the baselines in {tcfg.uri}: {exc}".splitlines()[0]) from None
+    if not runs:
+        raise HarnessInputError(f"{where}: no accepted baseline run of case {case} in {tcfg.uri} "
+                                f"(run it, then: python -m harness baseline accept <run dir>)")
+    run = runs[0]
+    if key not in run.data.metrics:
+        raise HarnessInputError(f"{where}.key: the baseline run {run.info.run_id} of {case} has no metric {key!r} "
+                                f"(it has: {', '.join(sorted(run.data.metrics))})")
+    info.setdefault("baseline_references", {})[name] = {
+        "case": case, "metric": key, "run_id": run.info.run_id, "value": run.data.metrics[key],
+        "config_sha256": run.data.tags.get("config_sha256", "")}
+    return float(run.data.metrics[key])
+
+
+def _references(conf: DictConfig, ctx: RunContext, ns: Namespace, cfg: DictConfig, info: Dict[str, Any]) -> None:
     for name, spec in conf.reference.items():
         where = f"{WHERE}.reference.{name}"
         kind = _reference_kind(where, spec)
         if kind == "baseline":
-            raise HarnessInputError(BASELINE_MISSING.format(where=where))
+            ns.define(where, name, np.float64(_baseline_value(cfg, where, name, spec, info)), spec.unit, "reference")
+            continue
         if kind == "expression":
             value = ns.eval(f"{where}.expression", spec.expression)
         elif kind == "file":

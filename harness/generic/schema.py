@@ -97,9 +97,13 @@ class ReferenceConf:
     file/reader/key/slice/delimiter: as for outputs (relative paths: to the project root)
     _target_/kwargs/pythonpath: a Python callable returning an array, a number or a mapping
                 (then ``key`` picks the entry); ``inputs`` are expressions passed as keywords
+    kind: baseline: the metric ``key`` (default: this reference's name) recorded by the newest
+                accepted baseline run (``python -m harness baseline accept``) of ``case``
+                (default: this case) in the run's tracking store
     """
 
     kind: Optional[str] = None  # expression | file | callable | baseline
+    case: Optional[str] = None  # baseline: whose accepted run (default: this case); key: its metric
     expression: Optional[str] = None
     file: Optional[str] = None
     reader: Optional[str] = None

@@ -156,7 +156,7 @@ def test_missing_outputs_and_failing_commands(harness_env, caplog, overrides, st
     (["case.params.reference.y_exact={expression: '__import__(1)'}", "case.params.reference.y_exact._target_=null"],
      r"forbidden construct: call of '__import__', which is not an allowed function"),
     (["case.params.reference.y_exact.kind=baseline"],
-     r"case.params.reference.y_exact: baseline references need harness.baseline"),
+     r"case.params.reference.y_exact: a baseline reference reads the tracking store; tracking is off"),
     (["+case.params.metrics.e_y.options.J_scale=1.0"], "case.params.metrics.e_y.options: rel_l2 has no option J_scale"),
     (["case.params.reference.y_exact.unit=s"],
      r"case.params.metrics.e_y: units differ: value y \[m\] vs reference y_exact \[s\]"),
@@ -200,3 +200,26 @@ def test_cli_exit_code_2_and_one_line(harness_env, tmp_path):
     lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
     assert len(lines) == 1 and "INVALID" in lines[0], res.stdout
     assert "case.params.metrics.e_npy.metric: unknown metric 'nope'" in lines[0]
+
+
+def test_baseline_reference_reads_the_accepted_run(harness_env, tracking_uri):
+    """kind: baseline: the period of the accepted examples/pendulum run is the reference of
+    examples/pendulum_regression; the same step agrees exactly, another step does not."""
+    from harness.baseline import main as baseline_main
+
+    def tracked(case, *overrides):
+        return run_case(case, overrides=[SEARCH, *overrides], tracking_uri=tracking_uri)
+
+    first = tracked("examples/pendulum_regression")
+    _check_failed(first, "invalid", "no accepted baseline run of case examples/pendulum")
+    accepted = tracked("examples/pendulum")
+    assert accepted.verdict == "pass"
+    assert baseline_main(["accept", str(accepted.run_dir), f"tracking.uri={tracking_uri}"]) == 0
+    same = tracked("examples/pendulum_regression")
+    assert same.verdict == "pass" and same.metrics["e_T_accepted"] == 0.0
+    assert same.metrics["T_accepted"] == accepted.metrics["T"]
+    ref = manifest(same)["info"]["baseline_references"]["T_base"]
+    assert ref["run_id"] == accepted.mlflow_run_id and ref["metric"] == "T"
+    coarse = tracked("examples/pendulum_regression", "case.params.parameters.dt=0.02")
+    assert coarse.verdict == "fail" and coarse.metrics["e_T_accepted"] > 1e-5
+    _check_failed(run("examples/pendulum_regression", "tracking=none"), "invalid", "tracking is off")
