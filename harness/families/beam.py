@@ -374,7 +374,7 @@ def static(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     metrics = {"deflection_error": Mx.e_F(w, w_ref), "rotation_error": Mx.e_F(th, th_ref),
                "max_deflection_m": float(np.max(np.abs(w)))}
     for k, (got, want) in reactions.items():
-        metrics[f"{k}_error"] = abs(got - want) / abs(want)
+        metrics[f"{k}_error"] = Mx.rel_error(got, want)
     return CaseResult(metrics=metrics)
 
 

@@ -203,7 +203,7 @@ def max_rel_error(sol, tp) -> float:
     y_ref = np.asarray(tp.y_ref)
     if not sol.success or y_ref.ndim != 2 or sol.y.shape != y_ref.shape:
         return math.nan
-    return float(np.max(np.abs(sol.y - y_ref)) / np.max(np.abs(y_ref)))
+    return M.e_F(sol.y, y_ref)  # max |y - y_ref| / max |y_ref| over every state and output
 
 
 def _codes() -> Dict[str, Dict[str, int]]:

@@ -246,7 +246,7 @@ def check_circle(cfg, params, ctx) -> CaseResult:
     radius = np.hypot(res.q[:, 0], res.q[:, 1] - R)
     metrics = {"position_error": _rel_max(np.hypot(res.q[:, 0] - x, res.q[:, 1] - y), R),
                "radius_error": _rel_max(radius - R, R),
-               "yaw_error": float(np.max(np.abs(res.q[:, 5] - psi))),
+               "yaw_error": M.max_abs_error(res.q[:, 5], psi),
                **_stats("", res)}
     _plot(ctx, "circle.png", res.q[:, 1], {"track": res.q[:, 0], "closed form": x}, "x North [m] vs y East")
     return CaseResult(metrics, info={"radius_m": R})
@@ -486,7 +486,7 @@ def check_static_wind(cfg, params, ctx) -> CaseResult:
         for kind, wdir, ref in (("head", psi, ref_head), ("beam", psi + math.pi / 2, ref_beam)):
             fm = ForceModel(d, ["wind"], Environment(wind_speed=V, wind_direction=wdir))
             F = fm.total(0.0, q, zero, inputs)
-            errs[kind].append(float(np.max(np.abs(F - ref)) / np.max(np.abs(ref))))
+            errs[kind].append(M.e_F(F, ref))
     metrics = {"head_wind_error": max(errs["head"]), "beam_wind_error": max(errs["beam"]),
                "head_wind_X_N": float(ref_head[0]), "beam_wind_Y_N": float(ref_beam[1])}
     return CaseResult(metrics)
