@@ -79,7 +79,8 @@ def test_shipped_suites(capsys):
 
     all_cases = catalogue()
     picked = {s: names(select(compose([f"suite={s}"]).suite)) for s in ("default", "fast", "all", "nightly", "smoke")}
-    assert picked["all"] == picked["nightly"] == names(all_cases)
+    # every case but the one that needs a running tracking server (README, Team set-up)
+    assert picked["all"] == picked["nightly"] == [n for n in names(all_cases) if n != "bench/tracking_server"]
     assert len(picked["default"]) == 10 and set(picked["default"]) <= set(picked["fast"])
     assert all("fast" in c.tags and "bench" not in c.tags for c in all_cases if c.name in picked["fast"])
     assert main(["--list", "suite=smoke"]) == 0
