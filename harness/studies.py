@@ -240,13 +240,7 @@ _OPEN_PARENTS: Dict[str, str] = {}  # parent run id -> tracking URI, of sweeps n
 def close_open_parents(reason: str, status: str = "FAILED") -> None:
     """End with ``status`` (FAILED; KILLED on SIGINT/SIGTERM) the parent runs of sweeps that
     stopped before their study (e.g. a job's config did not compose); the reason goes to tag ``error``."""
-    for parent, uri in list(_OPEN_PARENTS.items()):
-        try:
-            tracking.log_batch(uri, parent, tags={"error": reason[:5000], "verdict": G.FAIL})
-            tracking.end_run(uri, parent, status)
-        except Exception as exc:  # noqa: BLE001 - best effort on the way out
-            log.error("study: could not close the parent run %s: %s", parent, exc)
-        _OPEN_PARENTS.pop(parent, None)
+    tracking.close_parents(_OPEN_PARENTS, reason, status, "study")
 
 
 def last_exit_code() -> int:

@@ -327,13 +327,7 @@ def close_open_parents(reason: str, status: str = "FAILED") -> None:
     stopped before its summary."""
     from harness import tracking
 
-    for parent, uri in list(_OPEN.items()):
-        try:
-            tracking.log_batch(uri, parent, tags={"error": reason[:5000], "verdict": G.FAIL})
-            tracking.end_run(uri, parent, status)
-        except Exception as exc:  # noqa: BLE001 - best effort on the way out
-            log.error("suite: could not close the parent run %s: %s", parent, exc)
-        _OPEN.pop(parent, None)
+    tracking.close_parents(_OPEN, reason, status, "suite")
 
 
 def _count_jobs(config: DictConfig, n_cases: int) -> int:

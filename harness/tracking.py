@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 from urllib.parse import urlparse
 
+from harness.gates import FAIL
+
 log = logging.getLogger(__name__)
 
 MAX_PARAMS_PER_BATCH = 100
@@ -166,6 +168,19 @@ def start_run(uri: str, experiment_id: str, run_name: str, parent_run_id: Option
 
 def end_run(uri: str, run_id: str, status: str = "FINISHED", end_ms: Optional[int] = None) -> None:
     client(uri).set_terminated(run_id, status=status, end_time=end_ms)
+
+
+def close_parents(open_parents: Dict[str, str], reason: str, status: str, what: str) -> None:
+    """End with ``status`` every parent run of ``open_parents`` (run id -> store URI), tagging
+    ``error`` = reason and ``verdict`` = fail, and forget them; best effort (``what`` names the
+    kind of parent in the log)."""
+    for parent, uri in list(open_parents.items()):
+        try:
+            log_batch(uri, parent, tags={"error": reason[:5000], "verdict": FAIL})
+            end_run(uri, parent, status)
+        except Exception as exc:  # noqa: BLE001 - best effort on the way out
+            log.error("%s: could not close the parent run %s: %s", what, parent, exc)
+        open_parents.pop(parent, None)
 
 
 def log_artifacts(uri: str, run_id: str, directory: Path) -> None:
