@@ -52,22 +52,15 @@ def run_mpm(body: ElasticBody, spec: MPMSpec, loads: MeridianLoads, *, load_poin
             match_tol: Optional[float] = None) -> MPMResult:
     """Run Kratos; ``load_points`` (Nc, 2) m where the conditions are built (default: the file's)."""
     K, MPM = import_kratos(log_path)
-    from KratosMultiphysics.MPMApplication.mpm_analysis import MpmAnalysis
 
-    from .process import PointLoadProcess, gauss_values
+    from .process import gauss_values, point_load_analysis
 
     secs: Dict[str, float] = {}
     c0 = _time.perf_counter()
     pts = loads.points if load_points is None else np.asarray(load_points, dtype=np.float64)
     tol = match_tol if match_tol is not None else 1e-9 * max(body.radius, body.height)
 
-    class _Analysis(MpmAnalysis):
-        def _CreateProcesses(self, parameter_name, initialization_order):
-            if parameter_name == "processes":
-                self.load_process = PointLoadProcess(self.model.GetModelPart("MPM_Material"), loads,
-                                                     fail_above=fail_above, J_scale=J_scale, match_tol=tol)
-                return [self.load_process]
-            return []
+    _Analysis = point_load_analysis(loads, fail_above=fail_above, J_scale=J_scale, match_tol=tol)
 
     with captured_stdout(log_path):
         model = K.Model()

@@ -165,21 +165,14 @@ def run_block(block: Block, spec: MPMSpec, loads: MeridianLoads, *, fail_above: 
               log_path: Optional[Path | str] = None) -> MPM3DResult:
     """Run the 3-D Kratos MPM model of ``block`` under the 3-D ``loads`` (read_cartesian_loads)."""
     K, MPM = import_kratos(log_path)
-    from KratosMultiphysics.MPMApplication.mpm_analysis import MpmAnalysis
 
-    from .process import PointLoadProcess, gauss_values
+    from .process import gauss_values, point_load_analysis
 
     secs: Dict[str, float] = {}
     c0 = _time.perf_counter()
     tol = 1e-9 * max(block.Lx, block.Ly, block.Lz)
 
-    class _Analysis(MpmAnalysis):
-        def _CreateProcesses(self, parameter_name, initialization_order):
-            if parameter_name == "processes":
-                self.load_process = PointLoadProcess(self.model.GetModelPart("MPM_Material"), loads,
-                                                     fail_above=fail_above, J_scale=J_scale, match_tol=tol)
-                return [self.load_process]
-            return []
+    _Analysis = point_load_analysis(loads, fail_above=fail_above, J_scale=J_scale, match_tol=tol)
 
     with captured_stdout(log_path):
         model = K.Model()

@@ -114,3 +114,19 @@ class PointLoadProcess(K.Process):
 
     def arrays(self) -> Dict[str, np.ndarray]:
         return {k: np.asarray(v, dtype=np.float64) for k, v in self.records.items()}
+
+
+def point_load_analysis(loads: MeridianLoads, *, fail_above: float, J_scale: float, match_tol: float):
+    """The MPM analysis stage class whose only process is a :class:`PointLoadProcess` applying
+    ``loads`` (kept as ``stage.load_process``); instantiate it with ``(model, parameters)``."""
+    from KratosMultiphysics.MPMApplication.mpm_analysis import MpmAnalysis
+
+    class PointLoadAnalysis(MpmAnalysis):
+        def _CreateProcesses(self, parameter_name, initialization_order):
+            if parameter_name == "processes":
+                self.load_process = PointLoadProcess(self.model.GetModelPart("MPM_Material"), loads,
+                                                     fail_above=fail_above, J_scale=J_scale, match_tol=match_tol)
+                return [self.load_process]
+            return []
+
+    return PointLoadAnalysis
