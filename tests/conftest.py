@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,15 @@ def browser():
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def wait_text(driver, needles, timeout_s: float = 90.0) -> str:
+    """The page's text once it shows every one of ``needles`` (polled every 0.5 s)."""
+    deadline = time.monotonic() + timeout_s
+    text = ""
+    while time.monotonic() < deadline:
+        text = driver.find_element("tag name", "body").text
+        if all(n in text for n in needles):
+            return text
+        time.sleep(0.5)
+    raise AssertionError(f"page never showed {needles}; it shows:\n{text[:3000]}")

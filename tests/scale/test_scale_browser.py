@@ -14,6 +14,8 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import wait_text
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,17 +25,6 @@ def artifacts_dir() -> Path:
     d = Path(os.environ.get("HARNESS_TEST_ARTIFACTS") or ROOT / "outputs" / "test-artifacts")
     d.mkdir(parents=True, exist_ok=True)
     return d
-
-
-def wait_text(driver, needles, timeout_s: float = 90.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    text = ""
-    while time.monotonic() < deadline:
-        text = driver.find_element("tag name", "body").text
-        if all(n in text for n in needles):
-            return text
-        time.sleep(0.5)
-    raise AssertionError(f"page never showed {needles}; it shows:\n{text[:3000]}")
 
 
 def test_mlflow_ui_shows_parent_children_and_metric_columns(mlflow_server, server_sweep, browser):

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import wait_text
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
@@ -39,17 +41,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_text(driver, needles, timeout_s: float = 90.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    text = ""
-    while time.monotonic() < deadline:
-        text = driver.find_element("tag name", "body").text
-        if all(n in text for n in needles):
-            return text
-        time.sleep(0.5)
-    raise AssertionError(f"page never showed {needles}; it shows:\n{text[:2000]}")
 
 
 @pytest.fixture(scope="module")
