@@ -305,6 +305,7 @@ class SuiteCallback(Callback):
             except tracking.TrackingError as exc:
                 raise HarnessInputError(str(exc)) from exc
         pin_for_workers(config, pins)
+        _use_suite_sweeper(config)
         state["timings_s"] = timings
         atomic_write_text(sweep_dir / STATE_FILE, json.dumps(state, indent=2))
         log.info("suite %s: %d cases in %s", suite.name, len(cases), sweep_dir)
@@ -320,6 +321,21 @@ class SuiteCallback(Callback):
 
 
 _OPEN: Dict[str, str] = {}  # parent run id -> uri of suites not yet finished
+
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
+
+def _use_suite_sweeper(config: DictConfig) -> None:
+    """Swap Hydra's basic sweeper for :class:`harness.suite_sweeper.SuiteSweeper` (validates
+    one job per family instead of every job); any other configured sweeper is kept."""
+    from omegaconf import flag_override
+
+    from harness.suite_sweeper import register
+
+    if OmegaConf.select(config, "hydra.sweeper._target_") != BASIC_SWEEPER:
+        return
+    with flag_override(config, ["readonly", "struct"], [False, False]):
+        config.hydra.sweeper._target_ = register()
 
 
 def close_open_parents(reason: str, status: str = "FAILED") -> None:

@@ -154,3 +154,24 @@ def test_swept_keys_from_the_multirun_record(tmp_path):
         "hydra:\n  overrides:\n    task: ['+case=lt/x', 'op.res=4', 'src.n_rings=4,8', '+p.k=range(1,3)']\n")
     assert swept_keys(tmp_path) == {"src.n_rings", "p.k"}
     assert swept_keys(tmp_path / "nowhere") is None
+
+
+def test_suite_sweeper_validates_one_job_per_family_and_override_list():
+    from harness.suite_sweeper import representatives, validation_key
+
+    batch = [["suite=fast", "+case=a/one", "x=choice(1)"], ["suite=fast", "+case=a/two", "x=choice(1)"],
+             ["suite=fast", "+case=b/sub/three", "x=choice(1)"], ["suite=fast", "+case=a/one", "x=choice(2)"]]
+    assert validation_key(batch[2]) == ("b", ("suite=fast", "x=choice(1)"))
+    assert list(representatives(batch).values()) == [batch[0], batch[2], batch[3]]
+
+
+def test_an_override_one_family_cannot_take_stops_the_suite_before_any_case(tmp_path, cli):
+    """Validated per family, the vessel job (no source group) still refuses source.n_rings:
+    exit 2, one line naming the key, no job directory, no case line."""
+    res = cli(["suite=fast", "suite.select.cases=[load_transfer/sign,load_transfer/axis,vessel/frames]",
+               "source.n_rings=8", "tracking=none"], tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert "n_rings" in res.stderr and "Traceback" not in res.stderr
+    sweep = next((tmp_path / "suites" / "fast").iterdir())
+    assert not [p for p in sweep.iterdir() if p.is_dir()]
+    assert "PASS" not in res.stdout
