@@ -12,7 +12,7 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 from urllib.parse import urlparse
 
 from harness.gates import FAIL
@@ -91,14 +91,38 @@ def probe(uri: str, timeout_s: float = 5.0) -> None:
             raise TrackingError(f"tracking store {uri} unreachable: {exc}") from exc
 
 
-def client(uri: str):
-    from mlflow.tracking import MlflowClient
+_CLIENTS: Dict[tuple, Any] = {}  # (pid, uri) -> MlflowClient of this process
+_EXPERIMENT_IDS: Dict[tuple, str] = {}  # (pid, uri, name) -> experiment id found or created here
 
-    return MlflowClient(tracking_uri=uri)
+
+def client(uri: str):
+    """This process's ``MlflowClient`` for ``uri`` (made once: a worker recording many runs
+    builds it, and its REST session or SQLAlchemy store, once)."""
+    key = (os.getpid(), uri)
+    c = _CLIENTS.get(key)
+    if c is None:
+        from mlflow.tracking import MlflowClient
+
+        c = _CLIENTS[key] = MlflowClient(tracking_uri=uri)
+    return c
 
 
 def ensure_experiment(uri: str, name: str, artifact_root: Optional[str]) -> str:
-    """The id of experiment ``name``, created (with its artifact location) if absent."""
+    """The id of experiment ``name``, created (with its artifact location) if absent; on a
+    tracking server looked up once per process (:func:`forget_experiment` drops a stale id)."""
+    if not uri.startswith(("http://", "https://")):  # a local store answers at once; a file may be replaced
+        return _find_or_create_experiment(uri, name, artifact_root)
+    key = (os.getpid(), uri, name)
+    if key not in _EXPERIMENT_IDS:
+        _EXPERIMENT_IDS[key] = _find_or_create_experiment(uri, name, artifact_root)
+    return _EXPERIMENT_IDS[key]
+
+
+def forget_experiment(uri: str, name: str) -> None:
+    _EXPERIMENT_IDS.pop((os.getpid(), uri, name), None)
+
+
+def _find_or_create_experiment(uri: str, name: str, artifact_root: Optional[str]) -> str:
     from mlflow.exceptions import MlflowException
 
     from harness import mlflow_sqlite
@@ -122,15 +146,11 @@ def ensure_experiment(uri: str, name: str, artifact_root: Optional[str]) -> str:
         return exp.experiment_id
 
 
-def _chunks(seq: Sequence, n: int) -> Iterable[Sequence]:
-    for i in range(0, len(seq), n):
-        yield seq[i:i + n]
-
-
 def log_batch(uri: str, run_id: str, *, params: Mapping[str, str] = (),
               metrics: Mapping[str, float] = (), series: Mapping[str, Sequence[float]] = (),
               tags: Mapping[str, str] = ()) -> None:
-    """Log params, metrics (step 0), metric histories and tags in batches."""
+    """Log params, metrics (step 0), metric histories and tags in as few ``log_batch`` calls
+    as MLflow's limits allow (one for a typical case run; see :func:`batches`)."""
     from mlflow.entities import Metric, Param, RunTag
 
     c = client(uri)
@@ -140,12 +160,24 @@ def log_batch(uri: str, run_id: str, *, params: Mapping[str, str] = (),
     for name, values in dict(series).items():
         m.extend(Metric(name, _finite(v), now, i) for i, v in enumerate(values))
     t = [RunTag(k, str(v)) for k, v in dict(tags).items()]
-    for chunk in _chunks(p, MAX_PARAMS_PER_BATCH):
-        c.log_batch(run_id, params=list(chunk))
-    for chunk in _chunks(m, MAX_METRICS_PER_BATCH):
-        c.log_batch(run_id, metrics=list(chunk))
-    for chunk in _chunks(t, MAX_TAGS_PER_BATCH):
-        c.log_batch(run_id, tags=list(chunk))
+    for bp, bm, bt in batches(p, m, t):
+        c.log_batch(run_id, metrics=bm, params=bp, tags=bt)
+
+
+def batches(params: Sequence, metrics: Sequence, tags: Sequence) -> List[tuple]:
+    """Split records into ``(params, metrics, tags)`` requests within MLflow's per-request
+    limits (100 params, 1000 metrics, 100 tags, 1000 entries in all), filling each request."""
+    p, m, t = list(params), list(metrics), list(tags)
+    out = []
+    while p or m or t:
+        room = MAX_METRICS_PER_BATCH
+        bp, p = p[:MAX_PARAMS_PER_BATCH], p[MAX_PARAMS_PER_BATCH:]
+        room -= len(bp)
+        bt, t = t[:min(MAX_TAGS_PER_BATCH, room)], t[min(MAX_TAGS_PER_BATCH, room):]
+        room -= len(bt)
+        bm, m = m[:room], m[room:]
+        out.append((bp, bm, bt))
+    return out
 
 
 def _finite(v: Any) -> float:
@@ -209,8 +241,13 @@ def record_run(*, uri: str, artifact_root: Optional[str], experiment: str, run_n
 
     try:
         exp_id = ensure_experiment(uri, experiment, artifact_root)
-        run_id = start_run(uri, exp_id, run_name, parent_run_id,
-                           tags={RUN_UID_TAG: run_uid} if run_uid else None, start_ms=start_ms)
+        start_tags = {RUN_UID_TAG: run_uid} if run_uid else None
+        try:
+            run_id = start_run(uri, exp_id, run_name, parent_run_id, tags=start_tags, start_ms=start_ms)
+        except MlflowException:  # the experiment looked up earlier in this process is gone
+            forget_experiment(uri, experiment)
+            exp_id = ensure_experiment(uri, experiment, artifact_root)
+            run_id = start_run(uri, exp_id, run_name, parent_run_id, tags=start_tags, start_ms=start_ms)
         try:
             log_batch(uri, run_id, params=params, metrics=metrics, series=series, tags=tags)
             log_artifacts(uri, run_id, artifacts_dir)

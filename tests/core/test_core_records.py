@@ -121,3 +121,39 @@ def test_bad_input_inside_a_case_is_exit_2(harness_env):
 def test_unknown_case_raises_one_line(harness_env):
     with pytest.raises(HarnessInputError, match=r"unknown case 'load_transfer/nope'"):
         run_case("load_transfer/nope")
+
+
+def test_log_batch_requests_fill_mlflows_limits():
+    """A typical case run is one request; big records split within MLflow's per-request limits
+    (100 params, 100 tags, 1000 entries) with nothing lost or repeated."""
+    from harness.tracking import batches
+
+    assert batches(range(40), range(30), range(8)) == [(list(range(40)), list(range(30)), list(range(8)))]
+    p, m, t = [f"p{i}" for i in range(250)], [f"m{i}" for i in range(2500)], [f"t{i}" for i in range(130)]
+    out = batches(p, m, t)
+    for bp, bm, bt in out:
+        assert len(bp) <= 100 and len(bt) <= 100 and len(bp) + len(bm) + len(bt) <= 1000
+    assert [x for b in out for x in b[0]] == p and [x for b in out for x in b[1]] == m
+    assert [x for b in out for x in b[2]] == t
+    assert len(out) == 3  # 250 params need 3 requests; metrics and tags fill the room left
+
+
+def test_big_records_reach_the_store_whole(tracking_uri, tmp_path):
+    """250 params, 1,200 metrics (a 1,100-step series) and 120 tags through record_run: every
+    value is in the store once."""
+    from harness import tracking
+
+    (tmp_path / "a.txt").write_text("x")
+    params = {f"p{i}": str(i) for i in range(250)}
+    metrics = {f"m{i}": float(i) for i in range(100)}
+    tags = {f"t{i}": str(i) for i in range(120)}
+    rid = tracking.record_run(uri=tracking_uri, artifact_root=None, experiment="test/big_records", run_name="big",
+                              params=params, metrics=metrics, series={"s": [0.5 * k for k in range(1100)]},
+                              tags=tags, artifacts_dir=tmp_path, status="FINISHED")
+    c = MlflowClient(tracking_uri)
+    run = c.get_run(rid)
+    assert run.data.params == params
+    assert {k: run.data.metrics[k] for k in metrics} == metrics
+    assert all(run.data.tags[k] == v for k, v in tags.items())
+    hist = c.get_metric_history(rid, "s")
+    assert sorted((h.step, h.value) for h in hist) == [(k, 0.5 * k) for k in range(1100)]
