@@ -166,6 +166,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
             # jobs of a parallel launcher ran in other processes: their codes come from the study
             code = max(_State.exit_code, last_exit_code())
+    except BrokenPipeError:  # `python -m harness --list | head`: the reader has gone; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
     except KeyboardInterrupt as exc:  # SIGINT/SIGTERM: one line; the run's records say the rest
         _close_parents(interrupt.describe(exc), "KILLED")
         print(f"harness: {interrupt.describe(exc)}", file=sys.stderr, flush=True)

@@ -133,3 +133,15 @@ def test_malformed_gate_band_is_invalid_input(tmp_path):
     assert res.returncode == 2
     line = res.stdout.strip().splitlines()[-1]
     assert "INVALID" in line and "gate.bands.e_F.pass_maks: unknown band field" in line
+
+
+@pytest.mark.parametrize("reader", ["head -1", "true"])
+def test_a_listing_piped_into_a_reader_that_stops_stops_quietly(tmp_path, reader):
+    """`python -m harness --list suite=all | head -1` (or a reader that reads nothing: `| true`,
+    gone before the first line is written): no BrokenPipeError traceback."""
+    res = subprocess.run(f"{sys.executable} -m harness --list suite=all | {reader}", shell=True, cwd=ROOT,
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, HARNESS_OUTPUTS=str(tmp_path)))
+    if reader.startswith("head"):
+        assert res.stdout.startswith("suite all: ") and len(res.stdout.splitlines()) == 1
+    assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr

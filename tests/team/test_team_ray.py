@@ -148,6 +148,68 @@ def test_two_ray_nodes_share_a_sweep_and_every_record_reaches_the_server(team_st
     assert tags["ray.nodes"] == "2" and tags["ray.retried_jobs"] == "0"
 
 
+# a reduced part of suite=fast in CI (every family, a warn verdict among them); the whole suite
+# with HARNESS_FULL=1
+SUITE_CASES = ["integrators/orego_ros2", "examples/pendulum", "load_transfer/sign",
+               "load_transfer/files/round_trip", "vessel/frames", "vessel/static_wind", "beam/cantilever_tip_load",
+               "dem/hertz_sphere_sphere", "integrators/rlc6_cvode", "integrators/hires_ros2"]
+
+
+def _junit_results(path: Path):
+    """{(classname, name): result} of a JUnit file read with junitparser (pass/failure/error/skipped)."""
+    from junitparser import JUnitXml
+
+    out = {}
+    for suite in JUnitXml.fromfile(str(path)):
+        for case in suite:
+            kinds = sorted(type(r).__name__.lower() for r in case.result)
+            out[(case.classname, case.name)] = kinds[0] if kinds else "pass"
+    return out
+
+
+def test_a_suite_on_the_two_node_cluster_matches_a_local_run(team_stack, ray_cluster, tmp_path, tm):
+    """`suite=fast tracking=server hydra/launcher=ray_cluster` on the two nodes: the same verdicts
+    and exit codes per case, the same JUnit results and counts as the same suite run locally into
+    its own sqlite store; both nodes ran cases; the server holds the suite parent with one
+    finished child per case."""
+    select = [] if tm.FULL else [f"suite.select.cases=[{','.join(SUITE_CASES)}]"]
+    local = tm.harness(["suite=fast", *select], tmp_path / "local", timeout=1800)
+    remote_out = tmp_path / "cluster"
+    (line,) = tm.readme_block("suite")  # the README's command, as written (+ the CI selection)
+    env = dict(os.environ, HARNESS_OUTPUTS=str(remote_out), CI="1", MLFLOW_PORT=str(team_stack.mlflow_port),
+               RAY_ADDRESS=ray_cluster.address, **ray_cluster.auth)
+    remote = subprocess.run(" ".join([line.replace("python ", f"{tm.PY} ", 1), *(f"'{a}'" for a in select)]),
+                            shell=True, executable="/bin/bash", cwd=tm.ROOT, env=env, capture_output=True, text=True,
+                            timeout=1800)
+    assert "Traceback" not in remote.stderr, remote.stderr[-3000:]
+    assert remote.returncode == local.returncode, (local.stdout[-2000:], remote.stdout[-2000:], remote.stderr[-2000:])
+    (ldir,) = (tmp_path / "local" / "suites" / "fast").iterdir()
+    (rdir,) = (remote_out / "suites" / "fast").iterdir()
+    ls, rs = (json.loads((d / "suite.json").read_text()) for d in (ldir, rdir))
+    n = len(SUITE_CASES) if not tm.FULL else ls["counts"]["cases"]
+    assert ls["counts"] == rs["counts"] and ls["counts"]["cases"] == n
+    verdicts = {r["case"]: (r["verdict"], r["exit_code"], r["status"]) for r in ls["rows"]}
+    assert {r["case"]: (r["verdict"], r["exit_code"], r["status"]) for r in rs["rows"]} == verdicts
+    assert {v[0] for v in verdicts.values()} >= {"pass", "warn"}  # not a comparison of passes only
+    assert _junit_results(ldir / "junit.xml") == _junit_results(rdir / "junit.xml")
+    assert len(_junit_results(rdir / "junit.xml")) == n
+    # both nodes ran cases (the Ray attempt record of each job)
+    raylets = {json.loads(f.read_text())[-1]["raylet_pid"] for f in rdir.glob("*/ray_attempts.json")}
+    assert raylets == {ray_cluster.head_raylet, ray_cluster.worker_raylet}, raylets
+    client = MlflowClient(team_stack.uri)
+    parent, kids = tm.children(client, rs["parent_run_id"])
+    assert parent.info.status == ("FAILED" if rs["exit_code"] else "FINISHED")
+    assert parent.data.tags["mlflow.runName"] == "suite:fast" and parent.data.metrics["n_cases"] == n
+    recorded = [r for r in rs["rows"] if r["mlflow_run_id"]]
+    assert len(kids) == len(recorded) and len(recorded) >= n - 1  # an invalid config may leave no run
+    assert sorted(k.info.run_id for k in kids) == sorted(r["mlflow_run_id"] for r in recorded)
+    for k in kids:
+        assert k.info.status in ("FINISHED", "FAILED") and k.data.tags.get("verdict")
+    tm.write_artifact("team_ray_suite.json", {"cases": n, "counts": rs["counts"], "exit_code": rs["exit_code"],
+                                              "local_wall_s": ls["wall_s"], "cluster_wall_s": rs["wall_s"],
+                                              "raylets": sorted(raylets)})
+
+
 def test_killing_the_worker_node_mid_sweep_reruns_its_jobs_on_the_head(team_stack, ray_cluster, tmp_path, tm):
     """SIGKILL of the worker node (its raylet and workers) while it runs a job: Ray re-runs the
     job (max_retries=2; a dead worker is a system failure, retried) on the head, the only node
