@@ -83,7 +83,9 @@ def test_readme_ci_section_runs_as_written(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     from harness.catalogue import catalogue
 
-    n_fast = sum("fast" in c.tags for c in catalogue())
+    fast = yaml.safe_load((ROOT / "conf" / "suite" / "fast.yaml").read_text())["select"]
+    n_fast = sum("fast" in c.tags and not set(c.tags) & set(fast["exclude_tags"]) and c.name not in fast["exclude"]
+                 for c in catalogue())
     assert "accepted baseline smoke: 3 case runs" in out and "baseline smoke: 3 cases" in out
     assert "compare A=baseline:smoke  B=latest: 3 cases on both sides" in out and f"suite fast: {n_fast} cases" in out
     from harness import report
