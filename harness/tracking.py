@@ -24,7 +24,11 @@ MAX_METRICS_PER_BATCH = 1000
 MAX_TAGS_PER_BATCH = 100
 MAX_PARAM_VALUE = 6000
 
-os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+# One retry, made at once (urllib3 waits only before the second): a kept-alive connection that the
+# server closed as idle (uvicorn: after 5 s) is found dropped only when it is used again, as
+# "Remote end closed connection without response"; the retry opens a new one. A server that is
+# down still fails within one connection attempt more (and :func:`probe` finds it first).
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
 # the CLI prints one verdict line per case: no "View run at" lines from MLflow on stdout
 os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
