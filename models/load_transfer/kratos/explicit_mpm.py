@@ -145,7 +145,8 @@ class ExplicitResult:
     (-sum_p V_p eps_p,zz / top area, eps_p = eps - C^-1 sigma: the mean top displacement the plastic
     strain alone gives), eps_p_max (MP_EQUIVALENT_PLASTIC_STRAIN, johnson_cook only), sigma_eq_max [Pa]
     (Tresca for mohr_coulomb, von Mises otherwise). x0 (Nmp, 2) m, u_hist (Nsteps + 1, Nmp, 2) m,
-    eps_p (Nmp,), stress (Nmp, 4) Pa (rr, zz, tt, rz), volume (Nmp,) m^3.
+    eps_p (Nmp,), stress (Nmp, 4) Pa (rr, zz, tt, rz), strain (Nmp, 4) (MP_ALMANSI_STRAIN_VECTOR: rr, zz,
+    tt, gamma_rz), volume (Nmp,) m^3, all at the end.
     """
 
     records: Dict[str, np.ndarray]
@@ -153,6 +154,7 @@ class ExplicitResult:
     u_hist: np.ndarray
     eps_p: np.ndarray
     stress: np.ndarray
+    strain: np.ndarray
     volume: np.ndarray
     info: Dict[str, Any] = field(default_factory=dict)
     seconds: Dict[str, float] = field(default_factory=dict)
@@ -339,7 +341,8 @@ def run_explicit(body: ElasticBody, spec: ExplicitSpec, loads: MeridianLoads, *,
                 scheme="explicit central_difference, usf", cfl=float(spec.dt / cfl_dt(body)))
     log.info("Kratos explicit MPM (%s) run: %d steps, %.2f s", spec.law, n, secs["solve"])
     return ExplicitResult(records={k: np.asarray(v, dtype=np.float64) for k, v in rec.items()}, x0=x0,
-                          u_hist=np.asarray(hist), eps_p=eps_p, stress=s, volume=vol, info=info, seconds=secs)
+                          u_hist=np.asarray(hist), eps_p=eps_p, stress=s, strain=e, volume=vol, info=info,
+                          seconds=secs)
 
 
 def tresca_stress(s: np.ndarray) -> np.ndarray:
