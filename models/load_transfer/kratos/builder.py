@@ -23,9 +23,10 @@ from ..fe.base import ElasticBody
 log = logging.getLogger(__name__)
 
 SOLVERS = ("static", "dynamic")
-# "tresca": HenckyMCPlastic*Law with zero friction/dilatancy (experimental, plasticity stage of
-# issue 15: converges below yield only, see the README). Kratos' J2 law (JohnsonCookThermalPlastic*)
-# needs explicit integration, whose scheme cannot assemble MPMParticlePointLoadConditions in 10.4.
+# "tresca": HenckyMCPlastic*Law, no dilatancy, friction ``friction_angle_deg`` (0.01: the Tresca limit
+# used by the plasticity stage, models/load_transfer/kratos/plasticity.py; at 0 the return mapping
+# gives NaN at first yield). Kratos' J2 law (JohnsonCookThermalPlastic*) runs only explicitly and
+# doubles the shear stress (see explicit_mpm.py and the README, "Plasticity").
 LAWS = ("linear_elastic", "tresca")
 LOAD_PART = "point_loads"
 BODY_PART = "solid"
@@ -37,8 +38,8 @@ class MPMSpec:
     """What the Kratos run needs besides the body and the loads.
 
     solver: "static" (linear static steps) or "dynamic" (implicit Newmark, beta, gamma = 1/2).
-    law: "linear_elastic" or "tresca" (``HenckyMCPlastic*Law``, zero friction and dilatancy,
-    cohesion yield_stress / 2, i.e. uniaxial yield stress ``yield_stress`` [Pa]; experimental);
+    law: "linear_elastic" or "tresca" (``HenckyMCPlastic*Law``, dilatancy 0, cohesion
+    yield_stress / 2, i.e. uniaxial yield stress ``yield_stress`` [Pa]);
     friction_angle_deg [deg] turns it into Mohr-Coulomb (0.01 deg: the Tresca limit; at exactly 0 the
     law's return mapping gives NaN at first yield). grid_margin_rows: empty background-grid rows
     above the body, so that material points and load points on the top face that move up (free

@@ -40,6 +40,7 @@ import numpy as np
 from scipy import sparse
 
 from ..fe.base import ElasticBody
+from .energy import EnergyTracker, compliance_energy, tresca_stress, von_mises_stress  # noqa: F401 (re-exported)
 from .loads import MeridianLoads
 from .runtime import captured_stdout, import_kratos, kratos_info
 
@@ -127,22 +128,14 @@ def step_mean_or_zero(loads: MeridianLoads, t0: float, t1: float):
     return f * s, fb * s
 
 
-def compliance_energy(stress: np.ndarray, E: float, nu: float) -> np.ndarray:
-    """1/2 sigma : C^-1 sigma [J/m^3] of (N, 4) stresses (rr, zz, tt, rz) of an isotropic law."""
-    s1, s2, s3, s4 = stress[:, 0], stress[:, 1], stress[:, 2], stress[:, 3]
-    tr2 = s1 * s1 + s2 * s2 + s3 * s3
-    cross = s1 * s2 + s2 * s3 + s3 * s1
-    return 0.5 * ((tr2 - 2.0 * nu * cross) / E + 2.0 * (1.0 + nu) * s4 * s4 / E)
-
-
 @dataclass
 class ExplicitResult:
     """Per-step records and final fields of one explicit run.
 
     records (Nsteps,): time [s], F_B, F_applied [N] (-sum of the applied nodal forces . n), work,
-    kinetic, elastic, stress_work, dissipation [J] (module docstring), response [m] (mean axial
+    kinetic, elastic, stress_work, dissipation [J] (:mod:`.energy`), response [m] (mean axial
     displacement of the loaded grid nodes, weighted by their share of the points), u_residual [m]
-    (-sum_p V_p eps_p,zz / top area, eps_p = eps - C^-1 sigma: the mean top displacement the plastic
+    (sum_p V_p eps_p,zz / top area, eps_p = eps - C^-1 sigma: the mean top displacement the plastic
     strain alone gives), eps_p_max (MP_EQUIVALENT_PLASTIC_STRAIN, johnson_cook only), sigma_eq_max [Pa]
     (Tresca for mohr_coulomb, von Mises otherwise). x0 (Nmp, 2) m, u_hist (Nsteps + 1, Nmp, 2) m,
     eps_p (Nmp,), stress (Nmp, 4) Pa (rr, zz, tt, rz), strain (Nmp, 4) (MP_ALMANSI_STRAIN_VECTOR: rr, zz,
@@ -276,15 +269,14 @@ def run_explicit(body: ElasticBody, spec: ExplicitSpec, loads: MeridianLoads, *,
         x0 = gauss_values(mpm.Elements, MPM.MP_COORD, pi, 2)
         mass = gauss_values(mpm.Elements, MPM.MP_MASS, pi, 1)[:, 0]
         secs["setup"] = _time.perf_counter() - c0
-        rec: Dict[str, list] = {k: [] for k in ("time", "F_B", "F_applied", "work", "kinetic", "elastic", "dissipation",
-                                                "stress_work", "u_residual", "response", "eps_p_max", "sigma_eq_max")}
+        rec: Dict[str, list] = {k: [] for k in ("time", "F_B", "F_applied", "work", "response", "eps_p_max",
+                                                "sigma_eq_max")}
         hist = [np.zeros_like(x0)]
         u_nodes_prev = np.zeros((loaded.size, 2))
-        s_prev = np.zeros((x0.shape[0], 4))
         e_prev = np.zeros((x0.shape[0], 4))
-        power = np.zeros(x0.shape[0])  # int sigma : d eps [J/m^3] per material point (trapezoid in time)
         W, t_prev = 0.0, float(spec.t0)
         top_area = math.pi * body.radius**2 if body.formulation == "axisymmetric" else body.radius
+        tracker = EnergyTracker(x0.shape[0], body.E, body.nu, top_area)
         areas = np.asarray(Pl.sum(axis=0)).ravel()  # response weights: the share of points per node
         c1 = _time.perf_counter()
         n = 0
@@ -304,8 +296,8 @@ def run_explicit(body: ElasticBody, spec: ExplicitSpec, loads: MeridianLoads, *,
             s = gauss_values(mpm.Elements, MPM.MP_CAUCHY_STRESS_VECTOR, pi, 4)
             vol = gauss_values(mpm.Elements, MPM.MP_VOLUME, pi, 1)[:, 0]
             e = gauss_values(mpm.Elements, MPM.MP_ALMANSI_STRAIN_VECTOR, pi, 4)  # (rr, zz, tt, gamma_rz)
-            power += np.einsum("ij,ij->i", 0.5 * (s + s_prev), e - e_prev)
-            s_prev, e_prev = s, e
+            tracker.update(mass, v, vol, s, e - e_prev)  # the element's accumulated strain: its increment
+            e_prev = e
             eps_p = (gauss_values(mpm.Elements, MPM.MP_EQUIVALENT_PLASTIC_STRAIN, pi, 1)[:, 0] if spec.law == "johnson_cook"
                      else np.zeros_like(vol))
             # the grid velocity that moved the material points this step (central differences: the
@@ -319,16 +311,10 @@ def run_explicit(body: ElasticBody, spec: ExplicitSpec, loads: MeridianLoads, *,
             rec["F_B"].append(fb)
             rec["F_applied"].append(float(-np.einsum("ij,ij->", applied, n_nodes)))
             rec["work"].append(W)
-            rec["kinetic"].append(0.5 * float(np.sum(mass * np.sum(v * v, axis=1))))
-            rec["elastic"].append(float(np.sum(vol * compliance_energy(s, body.E, body.nu))))
-            rec["stress_work"].append(float(np.sum(vol * power)))
-            e_el = compliance_energy(s, body.E, body.nu)
-            eps_p_zz = e[:, 1] - (s[:, 1] - body.nu * (s[:, 0] + s[:, 2])) / body.E  # total - elastic (compliance)
-            rec["u_residual"].append(-float(np.sum(vol * eps_p_zz)) / top_area)
-            rec["dissipation"].append(float(np.sum(vol * (power - e_el))))
             rec["response"].append(float(u_nodes[:, 1] @ areas / areas.sum()))
             rec["eps_p_max"].append(float(eps_p.max()))
-            rec["sigma_eq_max"].append(float(np.max(tresca_stress(s) if spec.law == "mohr_coulomb" else _von_mises(s))))
+            rec["sigma_eq_max"].append(float(np.max(tresca_stress(s) if spec.law == "mohr_coulomb"
+                                                    else von_mises_stress(s))))
             hist.append(u)
             t_prev = t1
             n += 1
@@ -340,19 +326,9 @@ def run_explicit(body: ElasticBody, spec: ExplicitSpec, loads: MeridianLoads, *,
                 yield_stress=spec.yield_stress, loaded_grid_nodes=int(loaded.size), grid_condition=GRID_CONDITION,
                 scheme="explicit central_difference, usf", cfl=float(spec.dt / cfl_dt(body)))
     log.info("Kratos explicit MPM (%s) run: %d steps, %.2f s", spec.law, n, secs["solve"])
-    return ExplicitResult(records={k: np.asarray(v, dtype=np.float64) for k, v in rec.items()}, x0=x0,
+    records = {k: np.asarray(v, dtype=np.float64) for k, v in rec.items()}
+    records.update({k: v for k, v in tracker.records().items() if k in ("kinetic", "elastic", "stress_work",
+                                                                          "dissipation", "u_residual")})
+    return ExplicitResult(records=records, x0=x0,
                           u_hist=np.asarray(hist), eps_p=eps_p, stress=s, strain=e, volume=vol, info=info,
                           seconds=secs)
-
-
-def tresca_stress(s: np.ndarray) -> np.ndarray:
-    """sigma_1 - sigma_3 [Pa] of (N, 4) stresses (rr, zz, tt, rz): the Tresca equivalent stress."""
-    c = 0.5 * (s[:, 0] + s[:, 1])
-    r = np.sqrt((0.5 * (s[:, 0] - s[:, 1])) ** 2 + s[:, 3] ** 2)
-    p = np.stack([c + r, c - r, s[:, 2]], axis=1)
-    return p.max(axis=1) - p.min(axis=1)
-
-
-def _von_mises(s: np.ndarray) -> np.ndarray:
-    a, b, c, d = s[:, 0], s[:, 1], s[:, 2], s[:, 3]
-    return np.sqrt(0.5 * ((a - b) ** 2 + (b - c) ** 2 + (c - a) ** 2) + 3.0 * d * d)
