@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from harness.context import CaseResult, HarnessInputError, RunContext
