@@ -37,7 +37,7 @@ class PlasticityParams:
     full_levels: int = 3  # levels with HARNESS_FULL=1
     below_factor: float = 1.25  # yield stress of the below-yield run / elastic peak Tresca stress
     above_factor: float = 0.5  # yield stress of the above-yield runs / elastic peak Tresca stress
-    friction_angle_deg: float = 0.01  # the Tresca limit of the Mohr-Coulomb law (0 gives NaN at first yield)
+    friction_angle: float = 0.01  # rad (Kratos takes its sine): the Tresca limit of the Mohr-Coulomb law (0 gives NaN at first yield)
     grid_margin_rows: int = 1  # empty grid rows above the body
     fail_above: float = 0.02  # mapping-only abort threshold of the point-load process
     export_mode: str = "production"
@@ -128,7 +128,7 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     try:
         spec = PlasticitySpec(t_run=p.t_run, n_steps=tuple(levels_of(p.n_steps, p.full_levels if full else p.levels)),
                               below_factor=p.below_factor, above_factor=p.above_factor,
-                              friction_angle_deg=p.friction_angle_deg, grid_margin_rows=p.grid_margin_rows)
+                              friction_angle=p.friction_angle, grid_margin_rows=p.grid_margin_rows)
     except ValueError as exc:
         raise HarnessInputError(f"case.params.{exc}") from exc
     table, _ = W.top_face_faces(body)

@@ -125,7 +125,7 @@ def test_johnson_cook_j2_law_doubles_the_shear_stress(case):
 
 
 def test_mohr_coulomb_below_yield_is_its_elastic_run_and_above_yield_gives_energy_back(case):
-    """Hencky Mohr-Coulomb (friction 0.01 deg: Tresca): below yield bit-identical to the run with an
+    """Hencky Mohr-Coulomb (friction 0.01 rad: Tresca limit): below yield bit-identical to the run with an
     infinite yield stress; above yield (half the elastic peak Tresca stress) the dissipation
     D = sum V (int sigma:d eps - 1/2 sigma:C^-1 sigma) falls back from its maximum by ~0.47 W_max:
     no plastic memory in explicit runs (measured blocker)."""

@@ -98,6 +98,6 @@ def test_plasticity_case_below_yield_residual_dissipation_and_energy_balance(tmp
     # Kratos' own plastic strain (region-1 formula sigma_y sum V eps_p_eq) accounts for most of D
     assert 0.7 < m["dissipation_law_ratio"] < 1.0
     assert 1e-5 < m["elastic_vs_linear_rel_diff"] < 1e-3  # Hencky finite strain vs linear elastic
-    assert man["info"]["law"] == "HenckyMCPlasticAxisym2DLaw" and man["info"]["friction_angle_deg"] == 0.01
+    assert man["info"]["law"] == "HenckyMCPlasticAxisym2DLaw" and man["info"]["friction_angle"] == 0.01
     assert (runs[-1].parent / "plasticity.png").is_file()
     assert math.isclose(man["info"]["t_run"], 1.2e-4)

@@ -23,7 +23,7 @@ from ..fe.base import ElasticBody
 log = logging.getLogger(__name__)
 
 SOLVERS = ("static", "dynamic")
-# "tresca": HenckyMCPlastic*Law, no dilatancy, friction ``friction_angle_deg`` (0.01: the Tresca limit
+# "tresca": HenckyMCPlastic*Law, no dilatancy, friction ``friction_angle`` [rad] (0.01: the Tresca limit
 # used by the plasticity stage, models/load_transfer/kratos/plasticity.py; at 0 the return mapping
 # gives NaN at first yield). Kratos' J2 law (JohnsonCookThermalPlastic*) runs only explicitly and
 # doubles the shear stress (see explicit_mpm.py and the README, "Plasticity").
@@ -40,8 +40,9 @@ class MPMSpec:
     solver: "static" (linear static steps) or "dynamic" (implicit Newmark, beta, gamma = 1/2).
     law: "linear_elastic" or "tresca" (``HenckyMCPlastic*Law``, dilatancy 0, cohesion
     yield_stress / 2, i.e. uniaxial yield stress ``yield_stress`` [Pa]);
-    friction_angle_deg [deg] turns it into Mohr-Coulomb (0.01 deg: the Tresca limit; at exactly 0 the
-    law's return mapping gives NaN at first yield). grid_margin_rows: empty background-grid rows
+    friction_angle [rad]: Kratos' INTERNAL_FRICTION_ANGLE, whose sine the MC yield criterion and flow
+    rule take directly (0.01 rad = 0.57 deg: the Tresca limit within 2 %; at exactly 0 the law's
+    return mapping gives NaN at first yield). grid_margin_rows: empty background-grid rows
     above the body, so that material points and load points on the top face that move up (free
     vibration) stay inside the grid (0: the grid matches the body).
     dt [s], n_steps, t0 [s]: the steps [t0 + n dt, t0 + (n + 1) dt]; end_time = t0 + (N - 1/2) dt.
@@ -58,7 +59,7 @@ class MPMSpec:
     linear_solver: str = "skyline_lu_factorization"
     law: str = "linear_elastic"
     yield_stress: float = float("inf")
-    friction_angle_deg: float = 0.0
+    friction_angle: float = 0.0
     grid_margin_rows: int = 0
 
     def __post_init__(self) -> None:
@@ -141,7 +142,7 @@ def build_model_parts(K, MPM, model, body: ElasticBody, spec: MPMSpec, load_poin
     prop.SetValue(K.THICKNESS, 1.0)  # plane strain: per unit thickness; axisymmetric: 2 pi r is added by Kratos
     prop.SetValue(MPM.MATERIAL_POINTS_PER_ELEMENT, int(spec.material_points_per_element))
     if spec.law == "tresca":  # Mohr-Coulomb, zero dilatancy; zero friction: Tresca, uniaxial yield = 2 c
-        mc = (("COHESION", 0.5 * float(spec.yield_stress)), ("INTERNAL_FRICTION_ANGLE", float(spec.friction_angle_deg)),
+        mc = (("COHESION", 0.5 * float(spec.yield_stress)), ("INTERNAL_FRICTION_ANGLE", float(spec.friction_angle)),
               ("INTERNAL_DILATANCY_ANGLE", 0.0))
         for key, v in mc:
             prop.SetValue(K.KratosGlobals.GetVariable(key), v)

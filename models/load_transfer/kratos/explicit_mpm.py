@@ -13,7 +13,7 @@ the initial positions of the points. After the file's last knot the load is zero
 
 Laws: "linear_elastic" (LinearElasticIsotropic*), "johnson_cook" (JohnsonCookThermalPlastic*Law,
 B = C = 0, Taylor-Quinney 0: J2 perfect plasticity at yield stress A), "mohr_coulomb"
-(HenckyMCPlastic*Law, cohesion yield_stress / 2, friction ``friction_angle_deg`` (0.01 deg: the
+(HenckyMCPlastic*Law, cohesion yield_stress / 2, friction ``friction_angle`` [rad] (0.01: the
 Tresca limit; at 0 the return mapping gives NaN), dilatancy 0). ``yield_stress = inf`` is the
 law's own elastic response (A or 2 c = 1e30 Pa).
 
@@ -54,14 +54,14 @@ GRID_CONDITION = "MPMGridPointLoadCondition2D1N"
 @dataclass(frozen=True)
 class ExplicitSpec:
     """dt [s] (below the CFL limit :func:`cfl_dt`), n_steps, t0 [s]; law (see the module docstring),
-    yield_stress [Pa] (uniaxial; inf = the law's elastic response), friction_angle_deg [deg] (mohr_coulomb)."""
+    yield_stress [Pa] (uniaxial; inf = the law's elastic response), friction_angle [rad] (mohr_coulomb)."""
 
     dt: float
     n_steps: int
     yield_stress: float = math.inf
     law: str = "linear_elastic"
     t0: float = 0.0
-    friction_angle_deg: float = 0.01
+    friction_angle: float = 0.01
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.dt) and self.dt > 0.0):
@@ -180,7 +180,7 @@ def _material(K, MPM, prop, body: ElasticBody, spec: ExplicitSpec) -> None:
         return
     G = K.KratosGlobals.GetVariable
     if spec.law == "mohr_coulomb":  # Hencky Mohr-Coulomb, friction -> 0, no dilatancy: Tresca, uniaxial yield 2 c
-        for key, v in (("COHESION", 0.5 * spec.yield_value), ("INTERNAL_FRICTION_ANGLE", float(spec.friction_angle_deg)),
+        for key, v in (("COHESION", 0.5 * spec.yield_value), ("INTERNAL_FRICTION_ANGLE", float(spec.friction_angle)),
                        ("INTERNAL_DILATANCY_ANGLE", 0.0)):
             prop.SetValue(G(key), float(v))
         prop.SetValue(K.CONSTITUTIVE_LAW, MPM.HenckyMCPlasticAxisym2DLaw() if axi else MPM.HenckyMCPlasticPlaneStrain2DLaw())

@@ -1,7 +1,8 @@
 """The plasticity stage of seed 000 (issue 15): elasto-plastic Kratos MPM under the conservative loads.
 
 Law: ``HenckyMCPlasticAxisym2DLaw`` (Mohr-Coulomb, Hencky finite strain) with friction angle
-0.01 (the Tresca limit; at exactly 0 the return mapping gives NaN at first yield), dilatancy 0,
+0.01 rad (the yield criterion k s1 - s3 = 2 c sqrt(k), k = (1 + sin phi) / (1 - sin phi) = 1.020: the
+Tresca limit within 2 %; at exactly 0 the return mapping gives NaN at first yield), dilatancy 0,
 cohesion = yield / 2: perfect plasticity at the uniaxial yield stress ``yield``; implicit Newmark
 (non-linear, residual criterion). Why not J2: the only J2 law of KratosMPMApplication 10.4
 (``JohnsonCookThermalPlastic*``) runs only explicitly and its 2-D stress carries twice the shear
@@ -44,13 +45,13 @@ ELASTIC_YIELD = 1.0e30  # Pa: the yield stress of the law's elastic run
 class PlasticitySpec:
     """t_run [s] (past the source's end), n_steps (levels, coarse to fine; dt = t_run / n),
     below_factor / above_factor (yield stress as a fraction of the elastic peak Tresca stress),
-    friction_angle_deg, grid_margin_rows."""
+    friction_angle [rad] (INTERNAL_FRICTION_ANGLE; the law takes its sine), grid_margin_rows."""
 
     t_run: float
     n_steps: Tuple[int, ...]
     below_factor: float = 1.25
     above_factor: float = 0.5
-    friction_angle_deg: float = 0.01
+    friction_angle: float = 0.01
     grid_margin_rows: int = 1
 
     def __post_init__(self) -> None:
@@ -67,7 +68,7 @@ class PlasticitySpec:
 
 def _mpm_spec(spec: PlasticitySpec, n: int, yield_stress: float, law: str = "tresca") -> MPMSpec:
     return MPMSpec(solver="dynamic", dt=spec.t_run / n, n_steps=n, analysis_type="non_linear", law=law,
-                   yield_stress=yield_stress, friction_angle_deg=spec.friction_angle_deg,
+                   yield_stress=yield_stress, friction_angle=spec.friction_angle,
                    grid_margin_rows=spec.grid_margin_rows)
 
 
@@ -155,7 +156,7 @@ def run_plasticity(body: ElasticBody, loads: MeridianLoads, spec: PlasticitySpec
               "dissipation": R["dissipation"], "u_residual": R["u_residual"], "response": top_response(R, areas),
               "response_elastic_coarse": resp_el, "time_elastic_coarse": el.records["time"]}
     info = {"law": "HenckyMCPlasticAxisym2DLaw" if body.formulation == "axisymmetric" else "HenckyMCPlasticPlaneStrain2DLaw",
-            "friction_angle_deg": spec.friction_angle_deg, "t_source_end": t_end, "t_run": spec.t_run,
+            "friction_angle": spec.friction_angle, "t_source_end": t_end, "t_run": spec.t_run,
             "n_steps": list(spec.n_steps), "levels": lv, "elastic": el_level, "kratos": levels[-1].info,
             "seconds": {"elastic": el.seconds, "levels": [r.seconds for r in levels]}}
     log.info("plasticity: sigma_peak %.4g Pa, residual %.3g m, D/W %.3f, balance %s", sigma_peak,
