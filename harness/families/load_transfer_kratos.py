@@ -237,6 +237,16 @@ def _handed_over_loads(ctx: RunContext, p: KratosParams, body, spec):
     except (LoadsFileError, ValueError) as exc:
         raise HarnessInputError(f"case.params.loads_file: {exc}") from exc
     meta, attrs = d["metadata"], d["attrs"]
+    if spec.solver == "dynamic" and p.levels > 1:  # the finer levels export ``source``: it must be the file's
+        from models.load_transfer.contracts.wall_loads import sha256_file
+
+        src_sha = sha256_file(p.source.path) if p.source.kind == "file" else None
+        if src_sha != attrs.get("source_sha256"):
+            raise HarnessInputError(
+                f"case.params.loads_file: with levels > 1 the finer levels export case.params.source, which must be "
+                f"the wall-loads file {path.name} was exported from (source.kind=file, SHA-256 "
+                f"{str(attrs.get('source_sha256'))[:12]}...), got source.kind={p.source.kind!r}"
+                + (f" with SHA-256 {src_sha[:12]}..." if src_sha else ""))
     r_map = float(attrs.get("r_map", body.radius))
     ex = SimpleNamespace(path=path, e_F=float(meta.get("e_F", float("nan"))), e_J=float(meta.get("e_J", float("nan"))),
                          area_sum=float(np.sum(d["conditions/tributary_area"])), area_exact=float(np.pi * r_map**2),

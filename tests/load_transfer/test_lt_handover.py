@@ -94,3 +94,15 @@ def test_static_case_on_a_handed_over_file_applies_its_peak_knot(operator, harne
     # one static step of unit length: the impulses are the step forces (source J_B, applied J_M)
     assert out.metrics["J_B"] == pytest.approx(peak, rel=1e-12) and out.metrics["J_M"] == pytest.approx(peak, rel=1e-12)
     assert out.metrics["e_F"] <= 1e-12
+
+
+def test_dynamic_levels_on_a_handed_over_file_need_its_wall_loads_file(operator, harness_env, tmp_path):
+    """kratos_dynamic exports ``source`` on its finer levels: with loads_file, that must be the wall-loads
+    file the loads file was exported from (its SHA-256), else exit 2 naming case.params.loads_file."""
+    pytest.importorskip("KratosMultiphysics.MPMApplication", reason="Kratos extra not installed")
+    from harness.api import run_case
+
+    wl, op, _ = operator
+    ex, _ = export_with_operator(op, wl, step_edges(0.0, 5e-5 / 40, 40), tmp_path / "out")
+    out = run_case("load_transfer/kratos_dynamic", overrides=["tracking=none", f"++case.params.loads_file={ex.path}"])
+    assert out.exit_code == 2 and "case.params.loads_file" in out.message and "source.kind='synthetic'" in out.message
