@@ -9,6 +9,7 @@ The manifest info records the Kratos version, its applications and the thread co
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from dataclasses import asdict, dataclass, field
@@ -70,6 +71,10 @@ class KratosParams:
     fail_above: float = 0.02  # mapping-only abort threshold of the point-load process
     export_mode: str = "production"  # production | debug (the analytic source is a debug file)
     J_scale: float = 0.0  # N s
+    # an existing kratos-point-loads file for the level-0 body's top face (the seed-000 workflow's export
+    # stage): level 0 reads it instead of exporting (finer levels export ``source`` onto their faces);
+    # static runs apply its peak knot (largest |source force|) as the constant load
+    loads_file: Optional[str] = None
 
 
 def _params(cfg: DictConfig) -> KratosParams:
@@ -96,6 +101,8 @@ def _params(cfg: DictConfig) -> KratosParams:
          "must be 'analytic', 'synthetic' or 'file'"),
         ("source.path", p.source.kind != "file" or (p.source.path is not None and Path(p.source.path).is_file()),
          "source.kind 'file' needs an existing wall-loads v1 file"),
+        ("loads_file", p.loads_file is None or Path(p.loads_file).is_file(),
+         "must be an existing kratos-point-loads file"),
         ("body.nr", p.body.nr >= 1, "must be >= 1"),
         ("body.nz", p.body.nz >= 1, "must be >= 1"),
     ]
@@ -141,25 +148,31 @@ def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: s
     out = ctx.run_dir / tag
     out.mkdir(parents=True, exist_ok=True)
     case_id = f"kratos-{tag}"
-    with ctx.stage("export"):
-        try:
-            if s.kind == "file":  # handed over: read as is (the export validates it)
-                wl = Path(s.path)
-            else:
-                wl = W.write_source(src, body, out, case_id, configuration=OmegaConf.to_yaml(cfg, resolve=True))
-            if p.point_loads == "conservative":
-                table, faces = W.top_face_faces(body)
-            else:
-                table, faces = W.top_face_table(body), None
-            ex = W.export_loads(wl, table, spec, out, mode=p.export_mode, fail_above=p.fail_above, faces=faces)
-        except (ExportInputError, ValueError) as exc:
-            raise HarnessInputError(f"case.params: export: {exc}") from exc
-        except MappingError as exc:  # the export refuses the file (mapping above fail_above): a failed case
-            log.error("%s", exc)
-            return {"aborted": {"e_F": exc.e_F, "e_J": exc.e_J, "export_refused": 1.0}}
-    ctx.add_output(wl)
-    ctx.add_output(ex.path)
-    loads = read_meridian_loads(ex.path)
+    if p.loads_file is not None and tag == "level0":  # handed over (the workflow's export stage)
+        ex, loads, table = _handed_over_loads(ctx, p, body, spec)
+    else:
+        with ctx.stage("export"):
+            try:
+                if s.kind == "file":  # handed over: read as is (the export validates it)
+                    wl = Path(s.path)
+                else:
+                    wl = W.write_source(src, body, out, case_id, configuration=OmegaConf.to_yaml(cfg, resolve=True))
+                if p.point_loads == "conservative":
+                    table, faces = W.top_face_faces(body)
+                else:
+                    table, faces = W.top_face_table(body), None
+                ex = W.export_loads(wl, table, spec, out, mode=p.export_mode, fail_above=p.fail_above, faces=faces)
+            except (ExportInputError, ValueError) as exc:
+                raise HarnessInputError(f"case.params: export: {exc}") from exc
+            except MappingError as exc:  # the export refuses the file (mapping above fail_above): a failed case
+                log.error("%s", exc)
+                return {"aborted": {"e_F": exc.e_F, "e_J": exc.e_J, "export_refused": 1.0}}
+        if s.kind == "file":  # a handed-over file is an input of the run, a written one an output
+            ctx.add_input(wl)
+        else:
+            ctx.add_output(wl)
+        ctx.add_output(ex.path)
+        loads = read_meridian_loads(ex.path)
     with ctx.stage("kratos"):
         try:
             mpm = run_mpm(body, spec, loads, fail_above=p.fail_above, J_scale=p.J_scale,
@@ -202,6 +215,51 @@ def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: s
     if peer:
         info["dolfinx"] = peer["info"]
     return {"metrics": metrics, "series": series, "info": info}
+
+
+def _handed_over_loads(ctx: RunContext, p: KratosParams, body, spec):
+    """(export record, loads, table) of the kratos-point-loads file ``p.loads_file`` (an input).
+
+    The record carries what the export would report (e_F, e_J, face column error and point-load
+    path from the file's metadata; the area sum of its conditions against pi r_map^2). A static run
+    applies the file's peak knot (largest |source force|) as a constant load.
+    """
+    from types import SimpleNamespace
+
+    from models.load_transfer.contracts.kratos_loads import read_kratos_loads
+    from models.load_transfer.kratos import workflow as W
+    from models.load_transfer.kratos.loads import LoadsFileError, read_meridian_loads
+
+    path = ctx.add_input(p.loads_file)
+    try:
+        d = read_kratos_loads(path)
+        loads = read_meridian_loads(path)
+    except (LoadsFileError, ValueError) as exc:
+        raise HarnessInputError(f"case.params.loads_file: {exc}") from exc
+    meta, attrs = d["metadata"], d["attrs"]
+    if spec.solver == "dynamic" and p.levels > 1:  # the finer levels export ``source``: it must be the file's
+        from models.load_transfer.contracts.wall_loads import sha256_file
+
+        src_sha = sha256_file(p.source.path) if p.source.kind == "file" else None
+        if src_sha != attrs.get("source_sha256"):
+            raise HarnessInputError(
+                f"case.params.loads_file: with levels > 1 the finer levels export case.params.source, which must be "
+                f"the wall-loads file {path.name} was exported from (source.kind=file, SHA-256 "
+                f"{str(attrs.get('source_sha256'))[:12]}...), got source.kind={p.source.kind!r}"
+                + (f" with SHA-256 {src_sha[:12]}..." if src_sha else ""))
+    r_map = float(attrs.get("r_map", body.radius))
+    ex = SimpleNamespace(path=path, e_F=float(meta.get("e_F", float("nan"))), e_J=float(meta.get("e_J", float("nan"))),
+                         area_sum=float(np.sum(d["conditions/tributary_area"])), area_exact=float(np.pi * r_map**2),
+                         column_error=float(meta.get("face_column_error", float("nan"))),
+                         point_loads=str(meta.get("point_loads", "?")))
+    if spec.solver == "static":
+        k = int(np.argmax(np.abs(loads.source_force)))
+        loads = dataclasses.replace(loads, time=np.array([spec.t0, spec.t0 + spec.dt * spec.n_steps]),
+                                    forces=np.repeat(loads.forces[k:k + 1], 2, axis=0),
+                                    source_force=np.repeat(loads.source_force[k:k + 1], 2))
+        log.info("static run on the peak knot %d (t = %.4g s) of %s", k, float(d["source/time"][k]), path.name)
+    table = W.top_face_faces(body)[0] if p.point_loads == "conservative" else W.top_face_table(body)
+    return ex, loads, table
 
 
 def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:

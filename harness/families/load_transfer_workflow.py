@@ -3,29 +3,31 @@
     python -m harness.families.load_transfer_workflow [--no-tracking] [--set STAGE:KEY=VALUE ...]
 
 Stages, in the seed's order ("Pseudocódigo: caso completo"); each stage is a real case run as a
-child run of the parent (its own run directory, manifest, gates):
+child run of the parent (its own run directory, manifest, gates), and each works on the products of
+the earlier ones (hand-overs below):
 
   config          compose every stage's case with its overrides (invalid -> exit 2, nothing runs)
   wall_loads      load_transfer/files/round_trip: synthetic wall extraction -> wall-loads file ->
                   validation -> read back
-  operator        load_transfer/parabolic_pressure: the conservative operator on a disk, closed forms
-  export          load_transfer/files/export_production: cavitation-kratos-export, mapping gate
-  kratos_elastic  load_transfer/kratos_dynamic: elastic Kratos MPM (conservative point loads) vs scikit-fem
-  fenicsx         load_transfer/dolfinx_static: Kratos / DOLFINx / scikit-fem three-way comparison
-                  (force, impulse, displacement and von Mises norms)
-  plasticity      enabled only when every earlier gate passed; NOT IMPLEMENTED yet: recorded as
-                  ``not_implemented`` (never as a pass) with the measured blocker as ``reason``
+  operator        load_transfer/kratos_operator: the conservative operator of the Kratos top face for
+                  the rings of that wall-loads file -> operator file
+  export          load_transfer/kratos_export: the wall-loads file exported with the operator's
+                  surface -> kratos-point-loads file (its normal forces are the operator's)
+  kratos_elastic  load_transfer/kratos_dynamic: elastic Kratos MPM on that kratos-point-loads file
+                  (level 0; the refined level exports the wall-loads file onto its own face) vs scikit-fem
+  fenicsx         load_transfer/dolfinx_static: Kratos / DOLFINx / scikit-fem on the peak knot of the
+                  same kratos-point-loads file (a static case: its largest-force knot, held constant)
+  plasticity      load_transfer/kratos_plasticity, only when every earlier gate passed: elasto-plastic
+                  Kratos MPM on the same kratos-point-loads file
 
 A failed gate (or an invalid or crashed stage) stops the later stages; the reason is recorded on
 the parent run (tags ``stopped_at``, ``stop_reason``) and in ``workflow.json`` (commands, stage
 verdicts, exit codes, run directories, manifest SHA-256, timings, hand-overs).
 
-Hand-over: the wall-loads file written and validated by ``wall_loads`` is the source of
-``kratos_elastic`` (``case.params.source.kind=file``, ``source.path``; its ``t_run`` is cut to the
-file's time span when longer); that stage exports it conservatively onto its own top face and
-Kratos reads that export. Each hand-over is recorded (file, SHA-256, from, to, overrides). The
-``operator``, ``export`` and ``fenicsx`` stages still build their own inputs (the export stage
-targets a polar table, not the Kratos surface; the DOLFINx case is static).
+Hand-overs (``HANDOVERS``): after a stage ran, its product (exactly one file of a given suffix in its
+run directory) is passed to the later stages that consume it, as overrides of their case params;
+``workflow.json`` records each (file, SHA-256 when produced, from, to, overrides) and, once the
+consumer ran, the SHA-256 its manifest recorded for that input (``consumed_sha256``).
 Exit code: 0 every stage pass/warn, 1 a stage failed, 2 invalid configuration.
 """
 from __future__ import annotations
@@ -39,7 +41,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -53,17 +55,39 @@ class Stage:
 
 STAGES: List[Stage] = [
     Stage("wall_loads", "load_transfer/files/round_trip", "extract + validate the wall-loads file"),
-    Stage("operator", "load_transfer/parabolic_pressure", "build the conservative operator"),
-    Stage("export", "load_transfer/files/export_production", "cavitation-kratos-export"),
+    Stage("operator", "load_transfer/kratos_operator", "build the conservative operator of the Kratos top face"),
+    Stage("export", "load_transfer/kratos_export", "cavitation-kratos-export with the operator's surface"),
     Stage("kratos_elastic", "load_transfer/kratos_dynamic", "elastic Kratos MPM vs scikit-fem"),
     Stage("fenicsx", "load_transfer/dolfinx_static", "Kratos / DOLFINx / scikit-fem comparison"),
 ]
 PLASTICITY = "plasticity"
-# Why the plasticity stage is still not implemented (measured with KratosMPMApplication 10.4.4,
-# the kratos_dynamic body and loads; see models/load_transfer/kratos/README.md, "Plasticity").
-PLASTICITY_BLOCKER = ("J2 law of MPMApplication 10.4 (JohnsonCookThermalPlastic*) is explicit-only and the explicit "
-                      "scheme cannot assemble MPMParticlePointLoadCondition; HenckyMCPlasticAxisym2DLaw (Tresca) "
-                      "with implicit Newmark: 1.9e-4 from elastic below yield, Newton diverges at first yield")
+PLASTICITY_STAGE = Stage(PLASTICITY, "load_transfer/kratos_plasticity", "elasto-plastic Kratos MPM (after the MVP gates)")
+ALL_STAGES: List[Stage] = [*STAGES, PLASTICITY_STAGE]
+
+
+@dataclass(frozen=True)
+class Handover:
+    """The product of stage ``source`` (the one file ``*suffix`` in its run directory) handed to
+    ``target`` as ``case.params.<param>`` (``++`` when the key is new to the target's case)."""
+
+    source: str
+    suffix: str
+    target: str
+    overrides: tuple  # format strings; {path} is the product's absolute path
+
+
+WALL = ".wall-loads.v1.h5"
+OPERATOR = ".operator.npz"
+KRATOS_LOADS = ".kratos-loads.v1.h5"
+HANDOVERS: List[Handover] = [
+    Handover("wall_loads", WALL, "operator", ("case.params.source.kind=file", "++case.params.source.path={path}")),
+    Handover("wall_loads", WALL, "export", ("case.params.source.kind=file", "++case.params.source.path={path}")),
+    Handover("operator", OPERATOR, "export", ("++case.params.operator_file={path}",)),
+    Handover("wall_loads", WALL, "kratos_elastic", ("case.params.source.kind=file", "++case.params.source.path={path}")),
+    Handover("export", KRATOS_LOADS, "kratos_elastic", ("++case.params.loads_file={path}",)),
+    Handover("export", KRATOS_LOADS, "fenicsx", ("++case.params.loads_file={path}",)),
+    Handover("export", KRATOS_LOADS, PLASTICITY, ("++case.params.loads_file={path}",)),
+]
 
 
 @dataclass
@@ -90,32 +114,44 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def wall_loads_handover(run_dir: Path, kratos_cfg) -> Dict:
-    """The wall-loads file of the ``wall_loads`` stage as the source of ``kratos_elastic``.
+def product(run_dir: Path, suffix: str) -> Path:
+    """The one file ``*suffix`` a stage wrote into its run directory (ValueError otherwise)."""
+    files = sorted(Path(run_dir).glob(f"*{suffix}"))
+    if len(files) != 1:
+        raise ValueError(f"expected one *{suffix} in {run_dir}, found {len(files)}")
+    return files[0].resolve()
 
-    Returns {file, sha256, from, to, overrides}; ``t_run`` [s] is cut to the file's last time (minus
-    1e-9 relative, so the last step edge t0 + N dt stays inside the span despite round-off) when the
-    case's is longer. ValueError when the stage wrote no (or several) wall-loads files.
-    """
+
+def t_run_cut(wall_loads: Path, kratos_cfg) -> List[str]:
+    """``case.params.t_run`` cut to the wall-loads file's last time (minus 1e-9 relative, so the last
+    step edge t0 + N dt stays inside the span despite round-off) when the case's is longer."""
     import h5py
 
-    files = sorted(Path(run_dir).glob("*.wall-loads.v1.h5"))
-    if len(files) != 1:
-        raise ValueError(f"expected one *.wall-loads.v1.h5 in {run_dir}, found {len(files)}")
-    path = files[0].resolve()
-    with h5py.File(path, "r") as f:
+    with h5py.File(wall_loads, "r") as f:
         t_last = float(f["time"][-1])
-    overrides = ["case.params.source.kind=file", f"++case.params.source.path={path}"]  # a key new to the case
     t_run = float(kratos_cfg.case.params.t_run)
-    if t_run >= t_last:
-        overrides.append(f"case.params.t_run={t_last * (1.0 - 1e-9)!r}")
-    return {"file": str(path), "sha256": _sha256(path), "from": "wall_loads", "to": "kratos_elastic",
-            "overrides": overrides}
+    return [f"case.params.t_run={t_last * (1.0 - 1e-9)!r}"] if t_run >= t_last else []
+
+
+def _manifest_sha(run_dir: Optional[str], path: str, section: str) -> Optional[str]:
+    """The SHA-256 the stage's manifest recorded for ``path`` in ``inputs`` or ``outputs``."""
+    if not run_dir:
+        return None
+    man = Path(run_dir) / "manifest.json"
+    if not man.is_file():
+        return None
+    recs = json.loads(man.read_text()).get(section, [])
+    for rec in recs:
+        rp = Path(rec.get("path", ""))
+        full = rp if rp.is_absolute() else Path(run_dir) / rp
+        if full.resolve() == Path(path).resolve():
+            return rec.get("sha256")
+    return None
 
 
 def _overrides_by_stage(sets: Sequence[str]) -> Dict[str, List[str]]:
-    names = {s.name for s in STAGES}
-    out: Dict[str, List[str]] = {s.name: [] for s in STAGES}
+    names = {s.name for s in ALL_STAGES}
+    out: Dict[str, List[str]] = {s.name: [] for s in ALL_STAGES}
     for item in sets:
         stage, sep, ov = item.partition(":")
         if not sep or stage not in names or "=" not in ov:
@@ -137,7 +173,7 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
     base_overrides = [] if tracking else ["tracking=none"]
     # stage "config": compose everything first (an invalid override is exit 2 before any run)
     cfgs = {}
-    for st in STAGES:
+    for st in ALL_STAGES:
         try:
             cfgs[st.name] = compose([f"+case={st.case}", *base_overrides, *per_stage[st.name]])
         except HarnessInputError as exc:
@@ -155,9 +191,10 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
         parent = T.start_run(uri, exp, "load_transfer/workflow", tags={"workflow": "seed-000"})
     results: List[StageResult] = []
     handovers: List[Dict] = []
-    extra: Dict[str, List[str]] = {s.name: [] for s in STAGES}
+    extra: Dict[str, List[str]] = {s.name: [] for s in ALL_STAGES}
     stopped_at, reason = None, None
-    for st in STAGES:
+
+    def run_stage(st: Stage) -> StageResult:
         s0 = time.perf_counter()
         out = run_case(st.case, overrides=[*base_overrides, *per_stage[st.name], *extra[st.name]], tracking_uri=None,
                        parent_run_id=parent)
@@ -170,32 +207,58 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
                           manifest_sha256=sha)
         results.append(res)
         log.info("stage %s (%s): %s", st.name, st.case, out.verdict)
-        if out.verdict == G.FAIL or out.exit_code != 0:
-            failed = sorted(k for k, v in out.gates.items() if v == G.FAIL)
-            stopped_at = st.name
-            reason = out.message or f"gates failed: {', '.join(failed)}"
-            break
-        if st.name == "wall_loads":
+        for h in handovers:  # what this stage recorded for the files handed to it
+            if h["to"] == st.name:
+                h["consumed_sha256"] = _manifest_sha(res.run_dir, h["file"], "inputs")
+        return res
+
+    def hand_over(st: Stage, res: StageResult) -> Optional[str]:
+        """Pass the products of ``st`` to their consumers; the reason when a product is missing."""
+        for h in (h for h in HANDOVERS if h.source == st.name):
             try:
-                h = wall_loads_handover(Path(out.run_dir), cfgs["kratos_elastic"])
+                path = product(Path(res.run_dir), h.suffix)
             except ValueError as exc:
-                stopped_at, reason = st.name, f"hand-over to kratos_elastic: {exc}"
-                break
-            extra["kratos_elastic"].extend(h["overrides"])
-            handovers.append(h)
+                return f"hand-over to {h.target}: {exc}"
+            ovs = [o.format(path=path) for o in h.overrides]
+            if h.target == "kratos_elastic" and h.suffix == WALL:
+                ovs += t_run_cut(path, cfgs["kratos_elastic"])
+            extra[h.target].extend(ovs)
+            handovers.append({"file": str(path), "sha256": _sha256(path), "from": st.name, "to": h.target,
+                              "produced_sha256": _manifest_sha(res.run_dir, str(path), "outputs"),
+                              "overrides": ovs, "consumed_sha256": None})
+        return None
+
+    for st in STAGES:
+        res = run_stage(st)
+        if res.verdict == G.FAIL or res.exit_code != 0:
+            failed = sorted(k for k, v in res.gates.items() if v == G.FAIL)
+            stopped_at = st.name
+            reason = res.message or f"gates failed: {', '.join(failed)}"
+            break
+        problem = hand_over(st, res)
+        if problem:
+            stopped_at, reason = st.name, problem
+            break
     all_passed = stopped_at is None
-    plasticity = {"name": PLASTICITY, "enabled": all_passed,
-                  "status": "not_implemented" if all_passed else f"skipped: stage {stopped_at} failed"}
-    if all_passed:
-        plasticity["reason"] = PLASTICITY_BLOCKER
-    verdict = G.worst(r.verdict for r in results) if all_passed else G.FAIL
+    plasticity: Dict[str, Any] = {"name": PLASTICITY, "enabled": all_passed, "case": PLASTICITY_STAGE.case}
+    if all_passed:  # seed: "only if all MVP gates pass: enable plasticity case"
+        res = run_stage(PLASTICITY_STAGE)
+        plasticity.update(status=res.verdict, run_dir=res.run_dir, exit_code=res.exit_code)
+        if res.verdict == G.FAIL or res.exit_code != 0:
+            stopped_at = PLASTICITY
+            reason = res.message or "gates failed: " + ", ".join(sorted(k for k, v in res.gates.items() if v == G.FAIL))
+    else:
+        plasticity["status"] = f"skipped: stage {stopped_at} failed"
+    ok = stopped_at is None
+    verdict = G.worst(r.verdict for r in results) if ok else G.FAIL
+    ran = {r.name for r in results}
     record = {
         "workflow": "seed-000", "created_utc": datetime.now(timezone.utc).isoformat(),
         "command": [sys.executable, "-m", "harness.families.load_transfer_workflow", *sys.argv[1:]],
         "sets": list(sets), "verdict": verdict, "exit_code": G.exit_code(verdict),
         "stopped_at": stopped_at, "stop_reason": reason,
         "stages": [r.__dict__ for r in results],
-        "not_run": [s.name for s in STAGES[len(results):]], "plasticity": plasticity, "handovers": handovers,
+        "not_run": [s.name for s in STAGES if s.name not in ran], "plasticity": plasticity, "handovers": handovers,
         "seconds": time.perf_counter() - t0, "parent_run_id": parent, "tracking_uri": uri,
         "directory": str(out_dir),
     }
@@ -206,10 +269,10 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
         metrics = {f"stage.{r.name}.pass": float(r.verdict != G.FAIL) for r in results}
         metrics["stages_run"] = float(len(results))
         tags = {"verdict": verdict, "stopped_at": stopped_at or "", "stop_reason": (reason or "")[:5000],
-                "plasticity": plasticity["status"]}
+                "plasticity": str(plasticity["status"])}
         T.log_batch(uri, parent, metrics=metrics, tags=tags)
         T.log_artifacts(uri, parent, out_dir)
-        T.end_run(uri, parent, "FINISHED" if all_passed else "FAILED")
+        T.end_run(uri, parent, "FINISHED" if ok else "FAILED")
     return record
 
 
@@ -232,7 +295,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{st['name']:<15} {st['case']:<40} {st['verdict'].upper()}")
     for name in rec["not_run"]:
         print(f"{name:<15} {'(not run: stopped at ' + str(rec['stopped_at']) + ')':<40} -")
-    print(f"{PLASTICITY:<15} {rec['plasticity']['status']}")
+    if not rec["plasticity"]["enabled"]:
+        print(f"{PLASTICITY:<15} {rec['plasticity']['status']}")
     print(f"workflow  {rec['verdict'].upper()}  {rec['directory']}/workflow.json")
     return int(rec["exit_code"])
 

@@ -1,5 +1,5 @@
-"""The plastic-law options of the Kratos MPM spec (issue 15; the plasticity stage itself is not
-implemented, see models/load_transfer/kratos/README.md): bad values are refused with the field named."""
+"""The plastic-law options of the Kratos MPM spec (issue 15; the plasticity stage that uses them:
+tests/load_transfer/test_lt_kratos_plasticity.py): bad values are refused with the field named."""
 import math
 
 import pytest
@@ -22,3 +22,8 @@ def test_non_linear_runs_use_a_residual_criterion_the_mpm_solver_accepts():
     s = project_parameters(body, spec)["solver_settings"]
     assert s["convergence_criterion"] == "residual_criterion" and s["residual_relative_tolerance"] <= 1e-8
     assert "convergence_criterion" not in project_parameters(body, MPMSpec())["solver_settings"]
+
+
+def test_grid_margin_rows_must_be_non_negative():
+    with pytest.raises(ValueError, match="grid_margin_rows"):
+        MPMSpec(grid_margin_rows=-1)

@@ -23,9 +23,10 @@ from ..fe.base import ElasticBody
 log = logging.getLogger(__name__)
 
 SOLVERS = ("static", "dynamic")
-# "tresca": HenckyMCPlastic*Law with zero friction/dilatancy (experimental, plasticity stage of
-# issue 15: converges below yield only, see the README). Kratos' J2 law (JohnsonCookThermalPlastic*)
-# needs explicit integration, whose scheme cannot assemble MPMParticlePointLoadConditions in 10.4.
+# "tresca": HenckyMCPlastic*Law, no dilatancy, friction ``friction_angle`` [rad] (0.01: the Tresca limit
+# used by the plasticity stage, models/load_transfer/kratos/plasticity.py; at 0 the return mapping
+# gives NaN at first yield). Kratos' J2 law (JohnsonCookThermalPlastic*) runs only explicitly and
+# doubles the shear stress (see explicit_mpm.py and the README, "Plasticity").
 LAWS = ("linear_elastic", "tresca")
 LOAD_PART = "point_loads"
 BODY_PART = "solid"
@@ -37,9 +38,13 @@ class MPMSpec:
     """What the Kratos run needs besides the body and the loads.
 
     solver: "static" (linear static steps) or "dynamic" (implicit Newmark, beta, gamma = 1/2).
-    law: "linear_elastic" or "tresca" (``HenckyMCPlastic*Law``, zero friction and dilatancy,
-    cohesion yield_stress / 2, i.e. uniaxial yield stress ``yield_stress`` [Pa]; experimental);
-    friction_angle_deg [deg] turns it into Mohr-Coulomb.
+    law: "linear_elastic" or "tresca" (``HenckyMCPlastic*Law``, dilatancy 0, cohesion
+    yield_stress / 2, i.e. uniaxial yield stress ``yield_stress`` [Pa]);
+    friction_angle [rad]: Kratos' INTERNAL_FRICTION_ANGLE, whose sine the MC yield criterion and flow
+    rule take directly (0.01 rad = 0.57 deg: the Tresca limit within 2 %; at exactly 0 the law's
+    return mapping gives NaN at first yield). grid_margin_rows: empty background-grid rows
+    above the body, so that material points and load points on the top face that move up (free
+    vibration) stay inside the grid (0: the grid matches the body).
     dt [s], n_steps, t0 [s]: the steps [t0 + n dt, t0 + (n + 1) dt]; end_time = t0 + (N - 1/2) dt.
     analysis_type: "linear" (one linear solve per step, no geometric stiffness) or "non_linear".
     """
@@ -54,7 +59,8 @@ class MPMSpec:
     linear_solver: str = "skyline_lu_factorization"
     law: str = "linear_elastic"
     yield_stress: float = float("inf")
-    friction_angle_deg: float = 0.0
+    friction_angle: float = 0.0
+    grid_margin_rows: int = 0
 
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
@@ -67,6 +73,8 @@ class MPMSpec:
             raise ValueError(f"law: must be one of {LAWS}, got {self.law!r}")
         if self.law == "tresca" and not (np.isfinite(self.yield_stress) and self.yield_stress > 0.0):
             raise ValueError("law: tresca needs a positive finite yield_stress [Pa]")
+        if int(self.grid_margin_rows) < 0:
+            raise ValueError(f"grid_margin_rows: must be an integer >= 0, got {self.grid_margin_rows!r}")
         if self.analysis_type not in ("linear", "non_linear"):
             raise ValueError(f"analysis_type: must be 'linear' or 'non_linear', got {self.analysis_type!r}")
 
@@ -91,8 +99,8 @@ def project_parameters(body: ElasticBody, spec: MPMSpec) -> Dict[str, Any]:
         "problem_domain_sub_model_part_list": [], "processes_sub_model_part_list": [],
     }
     if spec.analysis_type == "non_linear":  # Newton-Raphson on the residual
-        solver.update({"convergence_criterion": "residual_criterion", "residual_relative_tolerance": 1e-10,
-                       "residual_absolute_tolerance": 1e-12, "max_iteration": 50})
+        solver.update({"convergence_criterion": "residual_criterion", "residual_relative_tolerance": 1e-8,
+                       "residual_absolute_tolerance": 1e-9, "max_iteration": 50})
     if spec.solver == "dynamic":
         solver.update({"time_integration_method": "implicit", "scheme_type": "newmark",
                        "newmark_beta": float(spec.newmark_beta)})
@@ -111,13 +119,16 @@ def build_model_parts(K, MPM, model, body: ElasticBody, spec: MPMSpec, load_poin
     grid = model.GetModelPart("Background_Grid")
     init = model.GetModelPart("Initial_MPM_Material")
     xs, ys = body.grid_lines()
-    nx, ny = body.nr, body.nz
+    nx, ny, m = body.nr, body.nz, int(spec.grid_margin_rows)
+    if m:  # empty rows above the body (same spacing): the grid nodes of the body keep their ids
+        ys = np.concatenate([ys, ys[-1] + (ys[1] - ys[0]) * np.arange(1, m + 1)])
     X, Y = np.meshgrid(xs, ys)  # node (i, j) -> id j (nx + 1) + i + 1
     coords = np.stack([X.ravel(), Y.ravel()], axis=1)
     ids = np.arange(1, coords.shape[0] + 1)
-    jj, ii = np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij")
+    jj, ii = np.meshgrid(np.arange(ny + m), np.arange(nx), indexing="ij")
     n0 = (jj * (nx + 1) + ii + 1).ravel()
     conn = np.stack([n0, n0 + 1, n0 + nx + 2, n0 + nx + 1], axis=1)  # counter-clockwise
+    n_body_nodes, n_body_elems = (nx + 1) * (ny + 1), nx * ny
     laws = {("linear_elastic", "axisymmetric"): MPM.LinearElasticIsotropicAxisym2DLaw,
             ("linear_elastic", "plane_strain"): MPM.LinearElasticIsotropicPlaneStrain2DLaw,
             ("tresca", "axisymmetric"): MPM.HenckyMCPlasticAxisym2DLaw,
@@ -131,21 +142,23 @@ def build_model_parts(K, MPM, model, body: ElasticBody, spec: MPMSpec, load_poin
     prop.SetValue(K.THICKNESS, 1.0)  # plane strain: per unit thickness; axisymmetric: 2 pi r is added by Kratos
     prop.SetValue(MPM.MATERIAL_POINTS_PER_ELEMENT, int(spec.material_points_per_element))
     if spec.law == "tresca":  # Mohr-Coulomb, zero dilatancy; zero friction: Tresca, uniaxial yield = 2 c
-        mc = (("COHESION", 0.5 * float(spec.yield_stress)), ("INTERNAL_FRICTION_ANGLE", float(spec.friction_angle_deg)),
+        mc = (("COHESION", 0.5 * float(spec.yield_stress)), ("INTERNAL_FRICTION_ANGLE", float(spec.friction_angle)),
               ("INTERNAL_DILATANCY_ANGLE", 0.0))
         for key, v in mc:
             prop.SetValue(K.KratosGlobals.GetVariable(key), v)
     prop.SetValue(K.CONSTITUTIVE_LAW, law())
     # Kratos' Python API creates entities one at a time (no bulk constructor)
-    for mp in (grid, init):
-        for i, (x, y) in zip(ids.tolist(), coords.tolist()):
-            mp.CreateNewNode(i, x, y, 0.0)
+    for i, (x, y) in zip(ids.tolist(), coords.tolist()):
+        grid.CreateNewNode(i, x, y, 0.0)
+        if i <= n_body_nodes:
+            init.CreateNewNode(i, x, y, 0.0)
     for e, c in enumerate(conn.tolist(), start=1):
         grid.CreateNewElement("Element2D4N", e, c, prop_grid)
-        init.CreateNewElement("Element2D4N", e, c, prop)
+        if e <= n_body_elems:
+            init.CreateNewElement("Element2D4N", e, c, prop)
     solid = init.CreateSubModelPart(BODY_PART)
-    solid.AddNodes(ids.tolist())
-    solid.AddElements(list(range(1, conn.shape[0] + 1)))
+    solid.AddNodes(ids[:n_body_nodes].tolist())
+    solid.AddElements(list(range(1, n_body_elems + 1)))
     gpart = grid.CreateSubModelPart(GRID_PART)
     gpart.AddNodes(ids.tolist())
     gpart.AddElements(list(range(1, conn.shape[0] + 1)))

@@ -72,6 +72,26 @@ class MeridianLoads:
         return float(-np.einsum("ij,ij->", forces, self.normals))
 
 
+class UnloadedAfterSource(MeridianLoads):
+    """The same loads, zero after the file's last knot (the wall is unloaded once the source ends, so
+    a run may continue in free vibration; nothing is extrapolated)."""
+
+    @classmethod
+    def of(cls, loads: MeridianLoads) -> "UnloadedAfterSource":
+        return cls(**{k: getattr(loads, k) for k in ("path", "ids", "points", "normals", "time", "forces",
+                                                     "source_force", "case_id")})
+
+    def step_average(self, t0: float, t1: float) -> Tuple[np.ndarray, float]:
+        t_last = float(self.time[-1])
+        if t0 >= t_last:
+            return np.zeros_like(self.forces[0]), 0.0
+        if t1 <= t_last:
+            return super().step_average(t0, t1)
+        f, fb = super().step_average(t0, t_last)
+        share = (t_last - t0) / (t1 - t0)
+        return f * share, fb * share
+
+
 def read_meridian_loads(path: Path | str, *, rtol: float = 1e-9) -> MeridianLoads:
     """Validate and read ``path``; map it to meridian coordinates (see module docstring)."""
     d = read_kratos_loads(path)
