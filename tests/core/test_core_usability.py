@@ -168,3 +168,19 @@ def test_run_and_study_files_get_the_mode_of_the_umask(tmp_path, tracking_uri):
     wrong = {str(p.relative_to(out)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files
              if stat.S_IMODE(p.stat().st_mode) != 0o664}
     assert not wrong, wrong
+
+
+def test_loky_workers_collect_rarely():
+    """harness.worker_gc finds loky's collection interval in the installed joblib and raises it
+    to 60 s (a joblib upgrade that drops the setting makes this fail, not the runs slow)."""
+    import joblib.externals.loky.process_executor as pe
+
+    from harness.worker_gc import CHECK_DELAY_S, space_loky_collections
+
+    before = pe._MEMORY_LEAK_CHECK_DELAY
+    try:
+        pe._MEMORY_LEAK_CHECK_DELAY = 1.0
+        assert space_loky_collections() is True
+        assert pe._MEMORY_LEAK_CHECK_DELAY == CHECK_DELAY_S == 60.0
+    finally:
+        pe._MEMORY_LEAK_CHECK_DELAY = before
