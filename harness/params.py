@@ -1,7 +1,7 @@
 """Helpers for family adapters: typed ``case.params`` and instantiation with clear errors."""
 from __future__ import annotations
 
-from typing import Any, Optional, Type, TypeVar
+from typing import Any, Optional, Sequence, Tuple, Type, TypeVar
 
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
@@ -19,10 +19,19 @@ def case_params(cfg: DictConfig, schema: Type[T]) -> T:
     raw = OmegaConf.select(cfg, "case.params")
     try:
         merged = OmegaConf.merge(OmegaConf.structured(schema), raw if raw is not None else {})
-    except Exception as exc:  # omegaconf ValidationError / ConfigKeyError
+        return OmegaConf.to_object(merged)  # type: ignore[return-value]
+    except Exception as exc:  # omegaconf ValidationError / ConfigKeyError / MissingMandatoryValue
         key = getattr(exc, "full_key", None) or "?"
         raise HarnessInputError(f"case.params.{key}: {str(exc).splitlines()[0]}") from exc
-    return OmegaConf.to_object(merged)  # type: ignore[return-value]
+
+
+def check_rules(params: Any, rules: Sequence[Tuple[str, bool, str]]) -> None:
+    """Raise HarnessInputError for the first ``(key, ok, rule)`` that does not hold, naming
+    ``case.params.<key>``, the rule and the value ``params`` (a case-params dataclass) holds there."""
+    for name, ok, rule in rules:
+        if not ok:
+            got = OmegaConf.select(OmegaConf.structured(params), name)
+            raise HarnessInputError(f"case.params.{name}: {rule}, got {got!r}")
 
 
 def build(node: Optional[DictConfig], what: str, **kwargs: Any) -> Any:

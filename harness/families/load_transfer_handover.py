@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.context import CaseResult, HarnessInputError, RunContext
 from harness.families.load_transfer_kratos import BodyParams, SourceParams
+from harness.params import case_params, check_rules
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +43,7 @@ class HandoverParams:
 
 
 def _params(cfg: DictConfig) -> HandoverParams:
-    raw = OmegaConf.select(cfg, "case.params")
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(HandoverParams), raw if raw is not None else {})
-        p: HandoverParams = OmegaConf.to_object(merged)  # type: ignore[assignment]
-    except Exception as exc:
-        key = getattr(exc, "full_key", None) or "?"
-        raise HarnessInputError(f"case.params.{key}: {str(exc).splitlines()[0]}") from exc
+    p = case_params(cfg, HandoverParams)
     rules = [
         ("source.kind", p.source.kind in ("synthetic", "file"), "must be 'synthetic' or 'file'"),
         ("source.path", p.source.kind != "file" or (p.source.path is not None and Path(p.source.path).is_file()),
@@ -57,9 +52,7 @@ def _params(cfg: DictConfig) -> HandoverParams:
         ("body.formulation", p.body.formulation == "axisymmetric", "must be 'axisymmetric' (annulus faces)"),
         ("n_steps", p.n_steps >= 1, "must be >= 1"),
     ]
-    for name, ok, rule in rules:
-        if not ok:
-            raise HarnessInputError(f"case.params.{name}: {rule}, got {OmegaConf.select(merged, name)!r}")
+    check_rules(p, rules)
     return p
 
 

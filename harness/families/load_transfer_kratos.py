@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness import metrics as M
 from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.params import case_params, check_rules
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +79,7 @@ class KratosParams:
 
 
 def _params(cfg: DictConfig) -> KratosParams:
-    raw = OmegaConf.select(cfg, "case.params")
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(KratosParams), raw if raw is not None else {})
-        p: KratosParams = OmegaConf.to_object(merged)  # type: ignore[assignment]
-    except Exception as exc:
-        key = getattr(exc, "full_key", None) or "?"
-        raise HarnessInputError(f"case.params.{key}: {str(exc).splitlines()[0]}") from exc
+    p = case_params(cfg, KratosParams)
     rules = [
         ("solver", p.solver in ("static", "dynamic"), "must be 'static' or 'dynamic'"),
         ("n_steps", p.n_steps >= 1, "must be >= 1"),
@@ -106,9 +101,7 @@ def _params(cfg: DictConfig) -> KratosParams:
         ("body.nr", p.body.nr >= 1, "must be >= 1"),
         ("body.nz", p.body.nz >= 1, "must be >= 1"),
     ]
-    for name, ok, rule in rules:
-        if not ok:
-            raise HarnessInputError(f"case.params.{name}: {rule}, got {OmegaConf.select(merged, name)!r}")
+    check_rules(p, rules)
     if p.solver == "dynamic" and p.source.kind == "synthetic" and p.t_run > p.source.t_end:
         raise HarnessInputError(f"case.params.t_run: must be <= source.t_end = {p.source.t_end!r} s "
                                 f"(no loads are extrapolated), got {p.t_run!r}")

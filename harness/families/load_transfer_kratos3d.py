@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness import metrics as M
 from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.params import case_params
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +48,7 @@ class Kratos3DParams:
 
 
 def _params(cfg: DictConfig) -> Kratos3DParams:
-    raw = OmegaConf.select(cfg, "case.params")
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(Kratos3DParams), raw if raw is not None else {})
-        p: Kratos3DParams = OmegaConf.to_object(merged)  # type: ignore[assignment]
-    except Exception as exc:
-        key = getattr(exc, "full_key", None) or "?"
-        raise HarnessInputError(f"case.params.{key}: {str(exc).splitlines()[0]}") from exc
+    p = case_params(cfg, Kratos3DParams)
     if len(p.axis_origin) != 2:
         raise HarnessInputError(f"case.params.axis_origin: must be [x, y] in m, got {p.axis_origin!r}")
     if not (0.0 <= p.axis_origin[0] <= p.block.Lx and 0.0 <= p.axis_origin[1] <= p.block.Ly):

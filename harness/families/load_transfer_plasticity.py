@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.context import CaseResult, HarnessInputError, RunContext
 from harness.families.load_transfer_kratos import BodyParams, SourceParams
+from harness.params import case_params, check_rules
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +46,7 @@ class PlasticityParams:
 
 
 def _params(cfg: DictConfig) -> PlasticityParams:
-    raw = OmegaConf.select(cfg, "case.params")
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(PlasticityParams), raw if raw is not None else {})
-        p: PlasticityParams = OmegaConf.to_object(merged)  # type: ignore[assignment]
-    except Exception as exc:
-        key = getattr(exc, "full_key", None) or "?"
-        raise HarnessInputError(f"case.params.{key}: {str(exc).splitlines()[0]}") from exc
+    p = case_params(cfg, PlasticityParams)
     rules = [
         ("loads_file", p.loads_file is None or Path(p.loads_file).is_file(), "must be an existing kratos-point-loads file"),
         ("source.kind", p.source.kind in ("synthetic", "file"), "must be 'synthetic' or 'file'"),
@@ -63,9 +58,7 @@ def _params(cfg: DictConfig) -> PlasticityParams:
         ("n_steps", p.n_steps >= 1, "must be >= 1"),
         ("grid_margin_rows", p.grid_margin_rows >= 0, "must be >= 0"),
     ]
-    for name, ok, rule in rules:
-        if not ok:
-            raise HarnessInputError(f"case.params.{name}: {rule}, got {OmegaConf.select(merged, name)!r}")
+    check_rules(p, rules)
     return p
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 import numpy as np
 
@@ -31,6 +31,16 @@ LAWS = ("linear_elastic", "tresca")
 LOAD_PART = "point_loads"
 BODY_PART = "solid"
 GRID_PART = "grid"
+
+
+def check_stepping(dt: float, n_steps: int, law: str, laws: Tuple[str, ...] = LAWS) -> None:
+    """ValueError unless dt [s] is positive and finite, n_steps >= 1 and law one of ``laws``."""
+    if not (np.isfinite(dt) and dt > 0.0):
+        raise ValueError(f"dt: must be a positive finite step in s, got {dt!r}")
+    if int(n_steps) < 1:
+        raise ValueError(f"n_steps: must be an integer >= 1, got {n_steps!r}")
+    if law not in laws:
+        raise ValueError(f"law: must be one of {laws}, got {law!r}")
 
 
 @dataclass(frozen=True)
@@ -65,12 +75,7 @@ class MPMSpec:
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
             raise ValueError(f"solver: must be one of {SOLVERS}, got {self.solver!r}")
-        if not (np.isfinite(self.dt) and self.dt > 0.0):
-            raise ValueError(f"dt: must be a positive finite step in s, got {self.dt!r}")
-        if int(self.n_steps) < 1:
-            raise ValueError(f"n_steps: must be an integer >= 1, got {self.n_steps!r}")
-        if self.law not in LAWS:
-            raise ValueError(f"law: must be one of {LAWS}, got {self.law!r}")
+        check_stepping(self.dt, self.n_steps, self.law)
         if self.law == "tresca" and not (np.isfinite(self.yield_stress) and self.yield_stress > 0.0):
             raise ValueError("law: tresca needs a positive finite yield_stress [Pa]")
         if int(self.grid_margin_rows) < 0:

@@ -41,6 +41,7 @@ from scipy import sparse
 
 from ..fe.base import ElasticBody
 from .energy import EnergyTracker, compliance_energy, tresca_stress, von_mises_stress  # noqa: F401 (re-exported)
+from .builder import check_stepping
 from .loads import MeridianLoads
 from .runtime import captured_stdout, import_kratos, kratos_info
 
@@ -64,12 +65,7 @@ class ExplicitSpec:
     friction_angle: float = 0.01
 
     def __post_init__(self) -> None:
-        if not (np.isfinite(self.dt) and self.dt > 0.0):
-            raise ValueError(f"dt: must be a positive finite step in s, got {self.dt!r}")
-        if int(self.n_steps) < 1:
-            raise ValueError(f"n_steps: must be an integer >= 1, got {self.n_steps!r}")
-        if self.law not in LAWS:
-            raise ValueError(f"law: must be one of {LAWS}, got {self.law!r}")
+        check_stepping(self.dt, self.n_steps, self.law, LAWS)
         if not (self.yield_stress > 0.0):
             raise ValueError(f"yield_stress: must be > 0 Pa (inf: elastic), got {self.yield_stress!r}")
 
