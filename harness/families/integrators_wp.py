@@ -44,8 +44,9 @@ def _best(solve: Callable[[], Any], repeats: int):
 
 
 def versus_cvode(problems: Sequence[str], rtols: Sequence[float], repeats: int, get_problem, get_integrator,
-                 scd_of) -> tuple:
-    """(metrics, rows, curves): the work-precision comparison described in the module docstring."""
+                 scd_of, ros2_options: Dict[str, Any] | None = None) -> tuple:
+    """(metrics, rows, curves): the work-precision comparison described in the module docstring;
+    ``ros2_options`` go to every ros2_adaptive (e.g. ``{"loop": "compiled"}``)."""
     metrics: Dict[str, float] = {}
     rows: List[Dict[str, Any]] = []
     curves: Dict[str, Dict[str, tuple]] = {}
@@ -59,6 +60,8 @@ def versus_cvode(problems: Sequence[str], rtols: Sequence[float], repeats: int, 
                 opts: Dict[str, Any] = {"rtol": float(rtol), "atol": float(rtol) * ratio_atol}
                 if method == "cvode_bdf":
                     opts.update(max_num_steps=100000, output_mode="interpolate")
+                else:
+                    opts.update(ros2_options or {})
                 integ = get_integrator(method, **opts)
                 wall, sol = _best(lambda: integ.solve(tp.problem, tp.t_eval), repeats)
                 scd = scd_of(sol, tp) if sol.success else math.nan

@@ -55,6 +55,26 @@ class InPlaceField:
     jac: Optional[Callable[..., Any]] = None
     data: Any = None
 
+    def python_callables(self, n: int) -> Tuple[Callable[[float, Array], Array], Optional[Callable[[float, Array], Array]]]:
+        """``(rhs(t, y) -> (n,), jac(t, y) -> (n, n) or None)`` calling the in-place forms: the
+        Python-level field of the same numbers for solvers that need one (scipy)."""
+        f, j, data = self.rhs, self.jac, self.data
+
+        def rhs(t: float, y: Array) -> Array:
+            out = np.empty(n)
+            f(t, y, out, data)
+            return out
+
+        if j is None:
+            return rhs, None
+
+        def jac(t: float, y: Array) -> Array:
+            out = np.zeros((n, n))
+            j(t, y, None, out, data)
+            return out
+
+        return rhs, jac
+
 
 class IntegratorFailure(RuntimeError):
     """A fatal failure (field, Jacobian, LU, protocol, limits); ``reason`` is a short text.

@@ -93,9 +93,9 @@ class CVODEBDF(Integrator):
         def check(res) -> None:
             if failure:
                 raise failure[0]
-            if fast is not None and (not res.success or not _finite(res.y)):
-                diagnose(float(np.ravel(res.t)[-1]), res.y)
             if not res.success:
+                if fast is not None:
+                    diagnose(float(np.ravel(res.t)[-1]), res.y)
                 raise IntegratorFailure(f"CVODE: {res.message}", "solver", t_cur)
 
         def advance(target: float, method: str, tstop):
