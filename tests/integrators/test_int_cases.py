@@ -151,3 +151,18 @@ def test_int_bench_case(harness_env, tracking_uri):
     assert m["scd_ros2_sens_hires_1e-3"] == pytest.approx(m["scd_ros2_hires_1e-3"], abs=1e-6)
     # performance is recorded, never asserted: the verdict (targets) may be anything
     assert out.verdict in ("pass", "warn", "fail")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not FULL, reason="the full benchmark (about 30 s with compilation): HARNESS_FULL=1")
+def test_readme_bench_command(tmp_path):
+    """The integrators README's benchmark command, as written (full size)."""
+    import re
+
+    from tests.docs.conftest import ROOT, run_readme_command
+
+    proc = run_readme_command("python -m harness +case=bench/integrators_ros2", {"HARNESS_OUTPUTS": str(tmp_path)},
+                              readme=ROOT / "models" / "integrators" / "README.md", timeout=900)
+    assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]  # 1: a missed target (verdict)
+    values = dict(re.findall(r"(\S+)=([0-9.e+-]+|nan)", proc.stdout))
+    assert 0 < float(values["ratio_ros2_to_cvode_scd2_small_max"]) < math.inf
