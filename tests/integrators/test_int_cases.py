@@ -130,7 +130,7 @@ def test_int_work_precision_function_on_a_table(tmp_path):
 def test_int_bench_case(harness_env, tracking_uri):
     ov = [] if FULL else ["case.params.problems=[hires]", "case.params.rtols=[1e-3]", "case.params.repeats=1",
                           "+case.params.tighten=1", "case.params.wp_problems=[hires,bruss1d]",
-                          "case.params.wp_rtols=[1e-2,1e-3,1e-4,3e-5]"]
+                          "case.params.wp_rtols=[1e-2,1e-3,1e-4,3e-5]", "case.params.wp_min_total_s=0.0"]
     out = run_case("bench/integrators_ros2", overrides=ov, tracking_uri=tracking_uri)
     assert out.status == "ok", out.message
     m = out.metrics
