@@ -12,6 +12,13 @@ estimate), ``max_order`` (1..5), ``output_mode``:
   each output time and interpolates the output; far fewer steps when outputs are dense, but
   accepted steps are not counted (``n_steps``/``n_accepted`` are then not reported).
 scikit-sundae does not expose rejected attempts or LU counts (``diagnostics['not_reported']``).
+
+A problem with compiled in-place callables (``ODEProblem.inplace``, e.g. numba functions) has
+them handed to SUNDIALS as they are, with their data as scikit-sundae's user data: no Python
+wrapper per call (the counted ``rhs`` costs ~3 us a call), field and Jacobian calls counted by
+CVODE itself, and one CVODE object re-initialised for every solve with the same field, data
+object and settings (the vessel solves in windows: its set-up, ~110 us, is paid once). An
+exception raised in the field comes back as the field's failure.
 """
 from __future__ import annotations
 
