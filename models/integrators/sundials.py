@@ -123,15 +123,25 @@ class CVODEBDF(Integrator):
         max_steps = int(o["max_num_steps"])
         if mode == "interpolate":
             self.not_reported = self.not_reported + ("n_steps", "n_accepted")
-            for target in t_eval:
-                if target > t0 + tiny:
-                    res = advance(float(target), "normal", None)
-                    check(res)
-                    t_cur, y_cur = float(target), res.y
-                    y_out.append(np.array(res.y, dtype=np.float64).reshape(-1))
-                else:
-                    y_out.append(prob.y0.copy())
-                t_out.append(float(target))
+            step, start = solver.step, t0 + tiny
+            try:  # one try for all outputs (an exception of an in-place field comes back through SUNDIALS)
+                for target in t_eval.tolist():
+                    if target > start:
+                        res = step(target, "normal", None)
+                        if failure or not res.success:
+                            check(res)
+                        t_cur, y_cur = target, res.y
+                        y_out.append(res.y)  # a fresh float64 copy of CVODE's vector
+                    else:
+                        y_out.append(prob.y0.copy())
+                    t_out.append(target)
+            except IntegratorFailure:
+                raise
+            except Exception as exc:
+                if fast is None:
+                    raise
+                raise IntegratorFailure(f"field evaluation raised {type(exc).__name__}: {exc}", "field",
+                                        t_cur) from exc
             self._add_counts(stats, res, fast, prob)
             return
         for target in t_eval:
