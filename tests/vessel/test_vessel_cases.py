@@ -81,7 +81,9 @@ def test_bench_case_records_ratios(harness_env):
     assert m["main.success"] == 1.0 and m["reference.success"] == 1.0
     assert m["jit_warmup"] == 1.0 and m["jit_warmup_s"] > 0  # the compiled field warmed up before timing
     assert m["jacobian_analytic"] == 1.0  # the compiled Jacobian went to the integrators
-    assert 1.0 <= m["main.timed_runs"] <= 3.0 and 1.0 <= m["reference.timed_runs"] <= 3.0  # best of repeats
+    assert 1.0 <= m["main.timed_runs"] <= 20.0 and 1.0 <= m["reference.timed_runs"] <= 20.0  # best of repeats
+    if not FULL:  # a few milliseconds a run: timed again until 0.3 s ran
+        assert m["main.timed_runs"] > 1.0
     assert (out.run_dir / "cost_vs_simulated_time.png").stat().st_size > 1000
     assert m["speedup_vs_reference"] == pytest.approx(m["main.realtime_factor"] / m["reference.realtime_factor"])
     # each track against a tight-tolerance run: small, and not zero (not the same run twice)
