@@ -3,7 +3,8 @@
 Part of ``bench/integrators_ros2``. For each problem, ros2_adaptive and cvode_bdf (CV_NORMAL,
 CVODE's own loop in C; banded LU when the problem declares ``jac_band``, as ROS2) are run
 over a list of rtols (atol = rtol * the problem's atol/rtol), each after an untimed warm-up
-solve, best of ``repeats`` wall times. Both curves (scd against log10 wall time) are
+solve, best of ``repeats`` wall times (short solves repeated further, up to ``max_repeats``,
+until they ran ``min_total_s``). Both curves (scd against log10 wall time) are
 interpolated linearly at scd = 2, 3, 4; ``ratio_ros2_to_cvode_scd<k>_<problem>`` is ROS2's
 wall time over CVODE's there (NaN where a curve does not reach that scd). One log-log figure
 (wall time against the error 10^-scd) per run, ``work_precision_vs_cvode.png``.
@@ -33,19 +34,28 @@ def at_scd(scd: Sequence[float], wall: Sequence[float], level: float) -> float:
     return float(10.0 ** np.interp(level, s, lw))
 
 
-def _best(solve: Callable[[], Any], repeats: int):
+def _best(solve: Callable[[], Any], repeats: int, min_total_s: float = 0.0, max_repeats: int = 0):
+    """Best wall time of ``repeats`` solves after a warm-up; short solves are repeated further
+    (up to ``max_repeats``) until they have run ``min_total_s`` in all: the best of three
+    millisecond solves on a loaded machine is still mostly the scheduler's."""
     solve()  # warm-up: compiled kernels and first-call costs out of the timing
-    best, sol = math.inf, None
-    for _ in range(repeats):
+    best, sol, total, k = math.inf, None, 0.0, 0
+    while k < repeats or (total < min_total_s and k < max_repeats):
         t0 = time.perf_counter()
         sol = solve()
-        best = min(best, time.perf_counter() - t0)
+        wall = time.perf_counter() - t0
+        best, total, k = min(best, wall), total + wall, k + 1
+        if not sol.success:
+            break
     return best, sol
 
 
 def versus_cvode(problems: Sequence[str], rtols: Sequence[float], repeats: int, get_problem, get_integrator,
-                 scd_of) -> tuple:
-    """(metrics, rows, curves): the work-precision comparison described in the module docstring."""
+                 scd_of, ros2_options: Dict[str, Any] | None = None, min_total_s: float = 0.0,
+                 max_repeats: int = 0) -> tuple:
+    """(metrics, rows, curves): the work-precision comparison described in the module docstring;
+    ``ros2_options`` go to every ros2_adaptive (e.g. ``{"loop": "compiled"}``); every point is the
+    best of ``repeats`` timings, or of more (up to ``max_repeats``) until ``min_total_s`` ran."""
     metrics: Dict[str, float] = {}
     rows: List[Dict[str, Any]] = []
     curves: Dict[str, Dict[str, tuple]] = {}
@@ -59,8 +69,10 @@ def versus_cvode(problems: Sequence[str], rtols: Sequence[float], repeats: int, 
                 opts: Dict[str, Any] = {"rtol": float(rtol), "atol": float(rtol) * ratio_atol}
                 if method == "cvode_bdf":
                     opts.update(max_num_steps=100000, output_mode="interpolate")
+                else:
+                    opts.update(ros2_options or {})
                 integ = get_integrator(method, **opts)
-                wall, sol = _best(lambda: integ.solve(tp.problem, tp.t_eval), repeats)
+                wall, sol = _best(lambda: integ.solve(tp.problem, tp.t_eval), repeats, min_total_s, max_repeats)
                 scd = scd_of(sol, tp) if sol.success else math.nan
                 wall = wall if sol.success else math.nan
                 scds.append(scd)

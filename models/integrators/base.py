@@ -33,6 +33,49 @@ log = logging.getLogger(__name__)
 Array = np.ndarray
 
 
+@dataclass
+class InPlaceField:
+    """Compiled in-place callables of an ODE field that a solver may call directly.
+
+    rhs  : (t [s], y (n,), out (n,), data) -> None, fills ``out`` with f(t, y)
+    jac  : optional (t, y (n,), fy (n,), out (n, n), data) -> None, fills ``out`` with df/dy
+           (``fy`` = f(t, y), unused by most fields)
+    data : one object (e.g. a tuple of arrays) passed unchanged as the last argument; the
+           field may read mutable state from it (its contents, not its identity, may change
+           between solves)
+
+    They must compute the same numbers as the problem's ``rhs`` and ``jac`` (which stay the
+    reference and what every other solver calls). CVODE hands them to SUNDIALS without a
+    Python wrapper in between (numba dispatchers qualify), so their calls are neither
+    counted one by one nor timed (the solver's own counters are used) and a non-finite value is
+    diagnosed through ``rhs`` only when the solver fails.
+    """
+
+    rhs: Callable[..., Any]
+    jac: Optional[Callable[..., Any]] = None
+    data: Any = None
+
+    def python_callables(self, n: int) -> Tuple[Callable[[float, Array], Array], Optional[Callable[[float, Array], Array]]]:
+        """``(rhs(t, y) -> (n,), jac(t, y) -> (n, n) or None)`` calling the in-place forms: the
+        Python-level field of the same numbers for solvers that need one (scipy)."""
+        f, j, data = self.rhs, self.jac, self.data
+
+        def rhs(t: float, y: Array) -> Array:
+            out = np.empty(n)
+            f(t, y, out, data)
+            return out
+
+        if j is None:
+            return rhs, None
+
+        def jac(t: float, y: Array) -> Array:
+            out = np.zeros((n, n))
+            j(t, y, None, out, data)
+            return out
+
+        return rhs, jac
+
+
 class IntegratorFailure(RuntimeError):
     """A fatal failure (field, Jacobian, LU, protocol, limits); ``reason`` is a short text.
 
@@ -58,6 +101,8 @@ class ODEProblem:
     autonomous : True if rhs does not depend on t (f_t = 0 is then used without evaluating it)
     jac_band : optional (lower, upper) bandwidths of the Jacobian when it is banded
         (J_ij = 0 for i - j > lower or j - i > upper): ROS2 and CVODE then factorise banded
+    inplace : optional :class:`InPlaceField`, compiled in-place forms of rhs and jac that
+        CVODE calls directly (the same numbers, without Python wrappers per call)
 
     >>> p = ODEProblem(lambda t, y: -y, [1.0, 2.0], (0.0, 1.0), names=["a", "b"])
     >>> p.n, p.t_span
@@ -72,9 +117,12 @@ class ODEProblem:
     names: Optional[Sequence[str]] = None
     autonomous: bool = False
     jac_band: Optional[Tuple[int, int]] = None
+    inplace: Optional[InPlaceField] = None
 
     def __post_init__(self) -> None:
         self.y0 = np.array(self.y0, dtype=np.float64).reshape(-1)
+        if self.inplace is not None and (self.inplace.jac is None) != (self.jac is None):
+            raise ValueError("inplace: needs a jac exactly when the problem has one")
         if self.jac_band is not None:
             lo, up = (int(b) for b in self.jac_band)
             if lo < 0 or up < 0:
@@ -340,6 +388,7 @@ class _Counted:
         self.has_f_t = ode.f_t is not None
         self.autonomous = bool(ode.autonomous)
         self.jac_band = getattr(ode, "jac_band", None)
+        self.inplace = getattr(ode, "inplace", None)
 
     def rhs(self, t: float, y: Array) -> Array:
         start = time.perf_counter()

@@ -23,7 +23,10 @@ is only right for autonomous fields and exists to show the order loss).
   ``max_steps`` (attempts). A failure of the field, Jacobian, LU or protocol is fatal and
   is never rescued by shrinking h. ``kernel``: ``auto`` runs the stages of systems with at
   most 32 states as two numba-compiled calls (``_ros2_small``: LU with partial pivoting and
-  the solves; the same method), ``lapack`` always uses LAPACK getrf/getrs and numpy. A larger
+  the solves; the same method), ``lapack`` always uses LAPACK getrf/getrs and numpy. ``loop``:
+  ``python`` (default) steps in Python; ``compiled`` runs the whole loop in numba on the
+  problem's compiled in-place field (``ODEProblem.inplace``, :mod:`models.integrators._ros2_loop`;
+  compiled once per field and process, so meant for long or repeated solves). A larger
   problem that declares a banded Jacobian (``ODEProblem.jac_band = (lower, upper)``) is
   factorised banded (LAPACK gbtrf/gbtrs on the bands of M, O(n b^2) instead of O(n^3)); the
   kernel ``lapack`` keeps it dense.
@@ -233,6 +236,7 @@ class ROS2Adaptive(_ROS2Core):
         "fac_max": 5.0,
         "time_derivative": "auto",
         "kernel": "auto",
+        "loop": "python",
     }
 
     def _small_kernel(self, n: int):
@@ -297,6 +301,11 @@ class ROS2Adaptive(_ROS2Core):
 
     def _solve_ode(self, prob: _Counted, t_eval: Array, t_out: list, y_out: list) -> None:
         o = self.options
+        if o["loop"] not in ("python", "compiled"):
+            raise ValueError(f"loop: must be python|compiled, got {o['loop']!r}")
+        if o["loop"] == "compiled":
+            return self._solve_compiled(prob, t_eval, t_out, y_out)
+        self.not_reported = type(self).not_reported
         stats = prob.stats
         rtol, atol = self._tolerances(prob)
         safety, fac_min, fac_max = float(o["safety"]), float(o["fac_min"]), float(o["fac_max"])
@@ -374,3 +383,49 @@ class ROS2Adaptive(_ROS2Core):
                         raise IntegratorFailure(f"step size {h:.3g} below h_min={h_min:.3g} at t={t:.6g}", "step_size", t)
             t_out.append(float(target))
             y_out.append(y.copy())
+
+    _FAILURES = {1: "field", 2: "jacobian", 3: "lu", 4: "max_steps", 5: "step_size", 6: "protocol"}
+
+    def _solve_compiled(self, prob: _Counted, t_eval: Array, t_out: list, y_out: list) -> None:
+        """The same method with the whole loop compiled (:mod:`models.integrators._ros2_loop`) on
+        the problem's in-place field; a declared band is factorised banded unless kernel=lapack."""
+        from models.integrators import _ros2_loop
+
+        o = self.options
+        fast = prob.inplace
+        if fast is None:
+            raise ValueError("loop: 'compiled' needs a problem with compiled in-place callables (ODEProblem.inplace)")
+        mode = o["time_derivative"]
+        if mode not in ("auto", "none", "fd"):
+            raise ValueError(f"time_derivative: must be auto|none|fd, got {mode!r}")
+        if mode == "auto" and not prob.autonomous and prob.has_f_t:
+            raise ValueError("loop: 'compiled' cannot call the problem's Python f_t; use time_derivative=fd or loop=python")
+        ft_fd = mode == "fd" or (mode == "auto" and not prob.autonomous)
+        rtol, atol = self._tolerances(prob)
+        band = prob.jac_band if (o["kernel"] == "auto" and prob.jac_band is not None
+                                 and sum(prob.jac_band) + 1 < prob.n) else (-1, -1)
+        t_eval = np.ascontiguousarray(t_eval, dtype=np.float64)
+        Y = np.zeros((t_eval.size, prob.n))
+        counts = np.zeros(7, dtype=np.int64)
+        info = np.zeros(3)
+        h0 = -1.0 if o["h0"] is None else float(o["h0"])
+        t0, t1 = prob.t_span
+        status = _ros2_loop.run(fast.rhs, fast.jac, fast.data, np.ascontiguousarray(prob.y0, dtype=np.float64),
+                                float(t0), float(t1), t_eval, rtol, atol, h0, float(o["h_min"]), float(o["h_max"]),
+                                int(o["max_steps"]), float(o["safety"]), float(o["fac_min"]), float(o["fac_max"]),
+                                ft_fd, int(band[0]), int(band[1]), Y, counts, info)
+        st = prob.stats
+        st.n_steps, st.n_accepted, st.n_rejected, st.nfev, st.njev, st.nlu = (int(v) for v in counts[:6])
+        self.not_reported = ("t_rhs", "t_jac")  # the field is called inside the compiled loop
+        for k in range(int(counts[6])):
+            t_out.append(float(t_eval[k]))
+            y_out.append(Y[k].copy())
+        if status:
+            t, h, dmin = (float(v) for v in info)
+            reason = {1: f"field returned a non-finite value at t={t:.6g}",
+                      2: f"Jacobian non-finite at t={t:.6g}",
+                      3: f"LU of I - gamma h J singular at t={t:.6g}, h={h:.3g} (min pivot {dmin:.3g})",
+                      4: f"max_steps={int(o['max_steps'])} attempts reached at t={t:.6g}",
+                      5: f"step size {h:.3g} below h_min={float(o['h_min']):.3g} at t={t:.6g}",
+                      6: f"non-finite error estimate at t={t:.6g}"}[status]
+            raise IntegratorFailure(reason, self._FAILURES[status], t)

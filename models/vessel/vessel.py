@@ -12,7 +12,6 @@ motion deltas -- are applied once per output step outside the field
 """
 from __future__ import annotations
 
-import copy
 import logging
 import math
 import time
@@ -72,6 +71,11 @@ class StepState:
     rao_phase: np.ndarray  # (6,)
     n_updates: int = 0
     chi: float = 0.0  # rad, relative wave heading set by the last update
+
+    def copy(self) -> "StepState":
+        """An independent copy (the arrays copied)."""
+        return StepState(self.inputs.copy(), self.q_avg.copy(), self.wf_offset.copy(), self.q_rao_prev.copy(),
+                         self.rao_amp.copy(), self.rao_phase.copy(), self.n_updates, self.chi)
 
 
 @dataclass
@@ -137,6 +141,8 @@ class Vessel:
         self._inputs: Optional[Inputs] = None
         self._rhs_step: Optional[Dict[str, Any]] = None  # set in stateful="rhs" mode
         self._track: Optional[_InputTrack] = None  # set in solve_mode="whole"
+        self._inplace = None  # InPlaceField over the track buffers (see _problem)
+        self._inplace_views = None  # its writable (base, slope, tg) track buffers
         self.n_state = 13 if self.track_work else 12
 
     # -- construction helpers -------------------------------------------------------------
@@ -352,7 +358,27 @@ class Vessel:
         from models.integrators.base import ODEProblem
 
         jac = self.jac if self.jacobian == "analytic" else None
-        return ODEProblem(self.rhs, y, (t_a, t_b), jac=jac, names=self.state_names())
+        inplace = self._inplace_field() if self._track is not None and self._rhs_step is None else None
+        return ODEProblem(self.rhs, y, (t_a, t_b), jac=jac, names=self.state_names(), inplace=inplace)
+
+    def _inplace_field(self):
+        """:meth:`rhs` and :meth:`jac` as compiled in-place callables (what CVODE calls without a
+        Python wrapper), reading the current input track from buffers that keep their identity
+        from window to window (so the solver is set up once); larger buffers when a track outgrows them."""
+        from models.integrators.base import InPlaceField
+
+        tr = self._track
+        n, width = tr.n, tr.base.shape[1]
+        fast = self._inplace
+        if fast is None or self._inplace_views[0].shape[0] < n or self._inplace_views[0].shape[1] != width:
+            data, self._inplace_views = compiled.pack(n, width, self.inv_total_mass, *self.loads.packed)
+            fast = self._inplace = InPlaceField(compiled.field_into,
+                                                compiled.jacobian_into if self.jacobian == "analytic" else None, data)
+        base, slope, tg = self._inplace_views
+        base[:n], slope[:n], tg[:n + 1] = tr.base, tr.slope, tr.t_grid
+        ib = fast.data[1]
+        ib[0], ib[1] = n, 1 if tr.linear else 0
+        return fast
 
     def _run_per_step(self, integrator, t_grid, y0, initial, qa0, stateful, hold, stats):
         n_out = t_grid.size - 1
@@ -410,7 +436,7 @@ class Vessel:
                 if not sol.success:
                     ok, reason = False, f"t in [{t_grid[a]:.6g}, {t_grid[b]:.6g}] s: {sol.failure_reason}"
                 # once-per-step filters and RAO motion along the trajectory; they set the wave knots
-                trial = copy.deepcopy(st)
+                trial = st.copy()
                 ys = sol.y
                 last = a + len(ys) - 1
                 self._filters_window(trial, rec, ys, a, last, t_grid, dt)

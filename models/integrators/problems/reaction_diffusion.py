@@ -20,6 +20,7 @@ import numpy as np
 
 from models.integrators.base import ODEProblem
 from models.integrators.problems import TestProblem, problem_factory
+from models.integrators.problems.testset import _inplace
 
 ALPHA = 1.0 / 50.0
 T_END = 10.0
@@ -95,7 +96,8 @@ def _reference(n_points: int) -> tuple:
 def bruss1d(n_points: int = 50) -> TestProblem:
     """1D Brusselator with ``n_points`` interior points (2 n_points states, banded J), t in [0, 10]."""
     rhs, jac, _, y0, names = _parts(n_points)
-    ode = ODEProblem(rhs, y0, (0.0, T_END), jac=jac, autonomous=True, names=names, jac_band=(2, 2))
+    ode = ODEProblem(rhs, y0, (0.0, T_END), jac=jac, autonomous=True, names=names, jac_band=(2, 2),
+                     inplace=_inplace("bruss1d", (np.array([ALPHA * (int(n_points) + 1) ** 2]),)))
     y_ref = np.array(_reference(int(n_points)))
     return TestProblem("bruss1d", ode, np.array([0.0, T_END]), y_ref,
                        "scipy Radau IIA, sparse analytic Jacobian, rtol = atol = 1e-10 (Hairer & Wanner II, BRUSS)",

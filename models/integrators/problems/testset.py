@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.integrators.base import ODEProblem, ResidualProblem
+from models.integrators.base import InPlaceField, ODEProblem, ResidualProblem
 from models.integrators.problems import TestProblem, problem_factory
 
 _BARI = "Mazzia & Magherini, Test Set for IVP Solvers r2.4, Univ. Bari"
@@ -37,6 +37,17 @@ def vdpol(eps: float = 1.0e-6, t_end: float = 2.0) -> TestProblem:
     y_ref = np.array([0.1706167732170469e1, -0.8928097010248125e-3 * 1000.0])
     return TestProblem("vdpol", ode, np.array([0.0, t_end]), y_ref, f"{_BARI}, problem VDPOLM mapped to VDPOL",
                        rtol=1e-6, atol=1e-6)
+
+
+def _inplace(name: str, data: tuple):
+    """The compiled in-place field of problem ``name`` (``kernels.py``), or None without numba."""
+    try:
+        from models.integrators.problems import kernels
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return None
+    if data and isinstance(data[0], str):
+        data = getattr(kernels, data[0])(*data[1:])
+    return InPlaceField(getattr(kernels, f"{name}_rhs"), getattr(kernels, f"{name}_jac"), data)
 
 
 _HIRES_K = dict(k1=1.71, k2=0.43, k3=8.32, k4=0.0007, k5=8.75, k6=10.03, k7=0.035, k8=1.12, k9=1.745, k10=280.0, k11=0.69, k12=1.81)
@@ -75,7 +86,8 @@ def hires() -> TestProblem:
 
     y0 = np.array([1.0, 0, 0, 0, 0, 0, 0, 0.0057])
     t_end = 321.8122
-    ode = ODEProblem(rhs, y0, (0.0, t_end), jac=jac, autonomous=True, names=[f"y{i}" for i in range(1, 9)])
+    ode = ODEProblem(rhs, y0, (0.0, t_end), jac=jac, autonomous=True, names=[f"y{i}" for i in range(1, 9)],
+                     inplace=_inplace("hires", (np.array([c[f"k{i}"] for i in range(1, 13)]),)))
     y_ref = np.array([
         0.7371312573325668e-3, 0.1442485726316185e-3, 0.5888729740967575e-4, 0.1175651343283149e-2,
         0.2386356198831331e-2, 0.6238968252742796e-2, 0.2849998395185769e-2, 0.2850001604814231e-2,
@@ -100,7 +112,8 @@ def rober(t_end: float = 1.0e11) -> TestProblem:
             [0.0, 6.0e7 * y[1], 0.0],
         ])
 
-    ode = ODEProblem(rhs, [1.0, 0.0, 0.0], (0.0, t_end), jac=jac, autonomous=True, names=["y1", "y2", "y3"])
+    ode = ODEProblem(rhs, [1.0, 0.0, 0.0], (0.0, t_end), jac=jac, autonomous=True, names=["y1", "y2", "y3"],
+                     inplace=_inplace("rober", (np.zeros(0),)))
     y_ref = np.array([0.2083340149701255e-7, 0.8333360770334713e-13, 0.9999999791665050])
     # test set: atol 1e-10 on y1, y3 and 1e-14 on y2 is the usual choice for this problem
     return TestProblem("rober", ode, np.array([0.0, t_end]), y_ref, f"{_BARI}, problem ROBER", rtol=1e-6, atol=1e-14)
@@ -192,7 +205,8 @@ def pollu() -> TestProblem:
 
     y0 = np.zeros(20)
     y0[[1, 3, 6, 7, 8, 16]] = [0.2, 0.04, 0.1, 0.3, 0.01, 0.007]
-    ode = ODEProblem(rhs, y0, (0.0, 60.0), jac=jac, autonomous=True, names=[f"y{i}" for i in range(1, 21)])
+    ode = ODEProblem(rhs, y0, (0.0, 60.0), jac=jac, autonomous=True, names=[f"y{i}" for i in range(1, 21)],
+                     inplace=_inplace("pollu", ("pollu_data", k, a, b, S)))
     y_ref = np.array([
         0.5646255480022769e-01, 0.1342484130422339e+00, 0.4139734331099427e-08, 0.5523140207484359e-02,
         0.2018977262302196e-06, 0.1464541863493966e-06, 0.7784249118997964e-01, 0.3245075353396018e+00,

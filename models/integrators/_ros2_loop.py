@@ -1,0 +1,296 @@
+"""ROS2 adaptive with the whole step loop compiled (numba): ``ros2_adaptive(loop="compiled")``.
+
+Why: ``bench/integrators_ros2`` measured ROS2 against CVODE at equal accuracy on HIRES, ROBER
+and POLLU at 2-6x CVODE's wall time; the Python loop spent ~15 us per step in calls (field,
+Jacobian, two stage kernels, controller) whose arithmetic takes ~1 us. Here the field and the
+Jacobian are the problem's compiled in-place callables (:class:`~models.integrators.base.InPlaceField`)
+and the loop, the controller, the LU and the stage solves never leave machine code. The method is
+the one of :mod:`models.integrators.rosenbrock` step for step (same stages, error norm,
+controller, initial step, output clipping); the dense stages are the same kernels as the
+small-system path (``_ros2_small``); a declared band (``jac_band``) is factorised banded with
+partial pivoting (LAPACK gbtrf's scheme: interchanges applied column by column in the solve).
+Results equal the Python loop's to round-off (tests). Compiled once per field and process (the
+field is an argument, which numba cannot cache).
+
+Status codes of :func:`run`: 0 done, 1 field non-finite, 2 Jacobian non-finite, 3 singular
+LU, 4 max_steps, 5 step below h_min, 6 non-finite error estimate.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from models.integrators._ros2_small import stage1, stage2
+
+GAMMA = 1.0 + 1.0 / math.sqrt(2.0)
+SING = 64.0 * np.finfo(float).eps
+
+
+@njit(cache=True)
+def _finite(a):
+    s = 0.0
+    for v in a.ravel():
+        s += v
+    return math.isfinite(s)
+
+
+@njit(cache=True)
+def band_stage1(J, gamma_h, h, f0, c, has_c, AB, piv, dinv, kl, ku):
+    """M = I - gamma h J from J's band (kl, ku) into the compact rows ``AB`` (n, 2 kl + ku + 1),
+    AB[i, j - i + kl] = M[i, j] (kl more upper diagonals for the pivoting's fill-in), factorised
+    in place with partial pivoting (``dinv`` = 1 / the pivots); solve M u1 = h f0 (+ c).
+    Returns (u1, min |pivot|, max |pivot|, sum of J's band: non-finite when an entry is)."""
+    n = J.shape[0]
+    w = AB.shape[1]
+    jsum = 0.0
+    for i in range(n):
+        j0, j1 = max(0, i - kl), min(n, i + ku + 1)
+        for d in range(j1 - i + kl, w):  # fill-in columns (and those beyond the last column)
+            AB[i, d] = 0.0
+        for j in range(j0, j1):
+            v = J[i, j]
+            jsum += v
+            AB[i, j - i + kl] = -gamma_h * v
+        AB[i, kl] += 1.0
+    for k in range(n):
+        iend = min(n - 1, k + kl)
+        jend = min(n - 1, k + kl + ku)
+        p = k
+        amax = abs(AB[k, kl])
+        for i in range(k + 1, iend + 1):
+            a = abs(AB[i, k - i + kl])
+            if a > amax:
+                amax = a
+                p = i
+        piv[k] = p
+        if p != k:
+            for j in range(k, jend + 1):
+                tmp = AB[k, j - k + kl]
+                AB[k, j - k + kl] = AB[p, j - p + kl]
+                AB[p, j - p + kl] = tmp
+        d = AB[k, kl]
+        if d == 0.0:
+            dinv[k] = 0.0
+            continue
+        dk = 1.0 / d
+        dinv[k] = dk
+        for i in range(k + 1, iend + 1):
+            f = AB[i, k - i + kl] * dk
+            AB[i, k - i + kl] = f
+            if f != 0.0:
+                for j in range(k + 1, jend + 1):
+                    AB[i, j - i + kl] -= f * AB[k, j - k + kl]
+    dmin = abs(AB[0, kl])
+    dmax = dmin
+    for i in range(1, n):
+        d = abs(AB[i, kl])
+        dmin = min(dmin, d)
+        dmax = max(dmax, d)
+    u1 = np.empty(n)
+    if dmin == 0.0 or not math.isfinite(jsum):
+        u1[:] = 0.0
+        return u1, dmin, dmax, jsum
+    for i in range(n):
+        u1[i] = h * f0[i] + (c[i] if has_c else 0.0)
+    band_solve(AB, piv, dinv, u1, kl, ku)
+    return u1, dmin, dmax, jsum
+
+
+@njit(cache=True)
+def band_solve(AB, piv, dinv, b, kl, ku):
+    """Solve with :func:`band_stage1`'s factors in place (interchanges and the unit lower
+    factor column by column, as LAPACK gbtrs, then the upper factor of width kl + ku)."""
+    n = AB.shape[0]
+    for k in range(n):
+        p = piv[k]
+        if p != k:
+            tmp = b[k]
+            b[k] = b[p]
+            b[p] = tmp
+        bk = b[k]
+        for i in range(k + 1, min(n - 1, k + kl) + 1):
+            b[i] -= AB[i, k - i + kl] * bk
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, min(n - 1, i + kl + ku) + 1):
+            s -= AB[i, j - i + kl] * b[j]
+        b[i] = s * dinv[i]
+
+
+@njit(cache=True)
+def band_stage2(AB, piv, dinv, h, f1, u1, c, has_c, y, ay, rtol, atol, kl, ku):
+    """:func:`_ros2_small.stage2` with the banded factors."""
+    n = u1.shape[0]
+    u2 = np.empty(n)
+    for i in range(n):
+        u2[i] = h * f1[i] - 2.0 * u1[i] - (c[i] if has_c else 0.0)
+    band_solve(AB, piv, dinv, u2, kl, ku)
+    y_new = np.empty(n)
+    s2 = np.empty(n)
+    ay_new = np.empty(n)
+    acc = 0.0
+    for i in range(n):
+        s = u1[i] + u2[i]
+        s2[i] = s
+        yn = y[i] + u1[i] + 0.5 * s
+        y_new[i] = yn
+        a = abs(yn)
+        ay_new[i] = a
+        e = s / (atol[i] + rtol[i] * max(ay[i], a))
+        acc += e * e
+    return y_new, s2, ay_new, acc
+
+
+@njit
+def run(rhs, jac, data, y0, t0, t1, t_eval, rtol, atol, h_init, h_min, h_max, max_steps, safety, fac_min, fac_max,
+        ft_fd, kl, ku, Y, counts, info):
+    """The adaptive loop. Y (len(t_eval), n) receives the outputs; counts = [n_steps, n_accepted,
+    n_rejected, nfev, njev, nlu, outputs written]; info = [t, h, min pivot] of a failure;
+    h_init <= 0: the initial step is estimated. kl < 0: dense LU. ft_fd: f_t by central
+    differences in t (non-autonomous field). Returns the status code (module docstring)."""
+    n = y0.shape[0]
+    span = t1 - t0
+    tiny = 1e-12 * span
+    inv_n = 1.0 / n
+    y = y0.copy()
+    ay = np.abs(y)
+    f0 = np.empty(n)
+    f1 = np.empty(n)
+    fp = np.empty(n)
+    fm = np.empty(n)
+    ft = np.zeros(n)
+    c = np.zeros(n)
+    J = np.zeros((n, n))
+    LU = np.zeros((n, n)) if kl < 0 else np.zeros((1, 1))
+    piv = np.zeros(n, dtype=np.int64)
+    dinv = np.zeros(n)
+    AB = np.zeros((n, 2 * kl + ku + 1 if kl >= 0 else 1))
+    t = t0
+    h = h_init
+    have_h = h_init > 0.0
+    rejected_last = False
+    for k_out in range(t_eval.shape[0]):
+        target = t_eval[k_out]
+        while target - t > tiny:
+            rhs(t, y, f0, data)
+            counts[3] += 1
+            if not _finite(f0):
+                info[0] = t
+                return 1
+            if not have_h:  # Hairer-Norsett-Wanner starting step for order 2
+                d0 = 0.0
+                d1 = 0.0
+                for i in range(n):
+                    sc = atol[i] + rtol[i] * abs(y[i])
+                    d0 += (y[i] / sc) ** 2
+                    d1 += (f0[i] / sc) ** 2
+                d0 = math.sqrt(d0 * inv_n)
+                d1 = math.sqrt(d1 * inv_n)
+                h0 = 1.0e-6 * span if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
+                h0 = min(h0, span)
+                for i in range(n):
+                    fp[i] = y[i] + h0 * f0[i]
+                rhs(t + h0, fp, f1, data)
+                counts[3] += 1
+                if not _finite(f1):
+                    info[0] = t + h0
+                    return 1
+                d2 = 0.0
+                for i in range(n):
+                    sc = atol[i] + rtol[i] * abs(y[i])
+                    d2 += ((f1[i] - f0[i]) / sc) ** 2
+                d2 = math.sqrt(d2 * inv_n) / h0
+                if max(d1, d2) <= 1e-15:
+                    h1 = max(1e-6 * span, h0 * 1e-3)
+                else:
+                    h1 = (0.01 / max(d1, d2)) ** (1.0 / 3.0)
+                h = min(100.0 * h0, h1, span)
+                have_h = True
+            jac(t, y, f0, J, data)
+            counts[4] += 1
+            if kl < 0 and not _finite(J):  # banded: checked while M is assembled
+                info[0] = t
+                return 2
+            has_c = False
+            if ft_fd:
+                dt = 1.0e-6 * max(abs(t), span)
+                rhs(t + dt, y, fp, data)
+                rhs(t - dt, y, fm, data)
+                counts[3] += 2
+                if not (_finite(fp) and _finite(fm)):
+                    info[0] = t
+                    return 1
+                for i in range(n):
+                    ft[i] = (fp[i] - fm[i]) / (2.0 * dt)
+                    if ft[i] != 0.0:
+                        has_c = True
+            while True:  # attempts from the accepted state (t, y)
+                if counts[0] >= max_steps:
+                    info[0] = t
+                    return 4
+                h = min(h, h_max)
+                clipped = t + h >= target - tiny
+                h_step = target - t if clipped else h
+                if h_step < h_min and not clipped:
+                    info[0], info[1] = t, h_step
+                    return 5
+                counts[0] += 1
+                if has_c:
+                    for i in range(n):
+                        c[i] = (GAMMA * h_step * h_step) * ft[i]
+                if kl < 0:
+                    u1, dmin, dmax = stage1(J, GAMMA * h_step, h_step, f0, c, has_c, LU, piv)
+                else:
+                    u1, dmin, dmax, jsum = band_stage1(J, GAMMA * h_step, h_step, f0, c, has_c, AB, piv, dinv, kl, ku)
+                    if not math.isfinite(jsum):
+                        info[0] = t
+                        return 2
+                counts[5] += 1
+                if not dmin > SING * max(dmax, 1.0):
+                    info[0], info[1], info[2] = t, h_step, dmin
+                    return 3
+                for i in range(n):
+                    fp[i] = y[i] + u1[i]
+                rhs(t + h_step, fp, f1, data)
+                counts[3] += 1
+                if not _finite(f1):
+                    info[0] = t + h_step
+                    return 1
+                if kl < 0:
+                    y_new, s2, ay_new, acc = stage2(LU, piv, h_step, f1, u1, c, has_c, y, ay, rtol, atol)
+                else:
+                    y_new, s2, ay_new, acc = band_stage2(AB, piv, dinv, h_step, f1, u1, c, has_c, y, ay, rtol, atol,
+                                                         kl, ku)
+                err_norm = 0.5 * math.sqrt(acc * inv_n)
+                if not math.isfinite(err_norm):
+                    info[0] = t
+                    return 6
+                if err_norm == 0.0:
+                    fac = fac_max
+                else:
+                    fac = min(fac_max, max(fac_min, safety / math.sqrt(err_norm)))
+                if err_norm <= 1.0:
+                    t = target if clipped else t + h_step
+                    y = y_new
+                    ay = ay_new
+                    counts[1] += 1
+                    h_new = h_step * fac
+                    if rejected_last:
+                        h_new = min(h_new, h_step)
+                    elif clipped:
+                        h_new = max(h_new, h)
+                    h = h_new
+                    rejected_last = False
+                    break
+                counts[2] += 1
+                h = h_step * min(1.0, fac)
+                rejected_last = True
+                if h < h_min:
+                    info[0], info[1] = t, h
+                    return 5
+        for i in range(n):
+            Y[k_out, i] = y[i]
+        counts[6] = k_out + 1
+    return 0
