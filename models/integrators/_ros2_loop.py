@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numba import njit
 
-from models.integrators._ros2_small import stage1, stage2
+from models.integrators._ros2_small import stage1, stage2, stage2_rhs, stage2_update
 
 GAMMA = 1.0 + 1.0 / math.sqrt(2.0)
 SING = 64.0 * np.finfo(float).eps
@@ -122,25 +122,9 @@ def band_solve(AB, piv, dinv, b, kl, ku):
 @njit(cache=True)
 def band_stage2(AB, piv, dinv, h, f1, u1, c, has_c, y, ay, rtol, atol, kl, ku):
     """:func:`_ros2_small.stage2` with the banded factors."""
-    n = u1.shape[0]
-    u2 = np.empty(n)
-    for i in range(n):
-        u2[i] = h * f1[i] - 2.0 * u1[i] - (c[i] if has_c else 0.0)
+    u2 = stage2_rhs(h, f1, u1, c, has_c)
     band_solve(AB, piv, dinv, u2, kl, ku)
-    y_new = np.empty(n)
-    s2 = np.empty(n)
-    ay_new = np.empty(n)
-    acc = 0.0
-    for i in range(n):
-        s = u1[i] + u2[i]
-        s2[i] = s
-        yn = y[i] + u1[i] + 0.5 * s
-        y_new[i] = yn
-        a = abs(yn)
-        ay_new[i] = a
-        e = s / (atol[i] + rtol[i] * max(ay[i], a))
-        acc += e * e
-    return y_new, s2, ay_new, acc
+    return stage2_update(y, u1, u2, ay, rtol, atol)
 
 
 @njit

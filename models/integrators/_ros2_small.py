@@ -101,11 +101,25 @@ def stage2(LU, piv, h, f1, u1, c, has_c, y, ay, rtol, atol):
 
     Returns (y_new, s2, |y_new|, Σ (s2_i / (atol_i + rtol_i max(|y_i|, |y_new,i|)))²).
     """
+    u2 = stage2_rhs(h, f1, u1, c, has_c)
+    _lu_solve_inplace(LU, piv, u2)
+    return stage2_update(y, u1, u2, ay, rtol, atol)
+
+
+@njit(cache=True)
+def stage2_rhs(h, f1, u1, c, has_c):
+    """The right-hand side h f1 − 2 u1 (− c) of the second stage's linear system."""
     n = u1.shape[0]
     u2 = np.empty(n)
     for i in range(n):
         u2[i] = h * f1[i] - 2.0 * u1[i] - (c[i] if has_c else 0.0)
-    _lu_solve_inplace(LU, piv, u2)
+    return u2
+
+
+@njit(cache=True)
+def stage2_update(y, u1, u2, ay, rtol, atol):
+    """y_new = y + (3 u1 + u2)/2, s2 = u1 + u2, |y_new| and the error sum of :func:`stage2`."""
+    n = u1.shape[0]
     y_new = np.empty(n)
     s2 = np.empty(n)
     ay_new = np.empty(n)
