@@ -33,13 +33,18 @@ def _plt():
     return plt
 
 
-def save(fig, path: Path) -> Path:
-    """Write ``fig`` as PNG atomically and close it."""
+def png_bytes(fig, dpi: int = 100) -> bytes:
+    """``fig`` as PNG bytes (tight bounding box); the figure is closed."""
     plt = _plt()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def save(fig, path: Path, dpi: int = 100) -> Path:
+    """Write ``fig`` as PNG atomically and close it."""
+    atomic_write_bytes(path, png_bytes(fig, dpi))
     return Path(path)
 
 

@@ -496,9 +496,9 @@ def _plot_heatmap(ns, rs, grid, best, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from harness.atomic import atomic_write_bytes
-
     from matplotlib.colors import LogNorm
+
+    from harness.figures import save
 
     fig, ax = plt.subplots(figsize=(6, 4.5))
     pct = grid * 100.0
@@ -517,10 +517,7 @@ def _plot_heatmap(ns, rs, grid, best, path: Path) -> None:
     ax.set_ylabel("n_snap (slider positions)")
     ax.set_title(f"RMS error [%], r_glob fixed; best n_snap·r_snap = {best['best_product']:.0f}")
     fig.colorbar(im, ax=ax, label="RMS displacement error [%]")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    save(fig, path, dpi=110)
 
 
 # ---------------------------------------------------------------- Exudyn ANCF peer

@@ -12,10 +12,9 @@ from __future__ import annotations
 import logging
 import math
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -565,12 +564,12 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
 
 def _plot_cost(metrics: Dict[str, float], sizes, threads: int) -> bytes:
     """Log-log: wall time per step (s) against the number of spheres, ours and LAMMPS, 1 and k cores."""
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from harness.figures import png_bytes
 
     series = {"ours, 1 thread": "ours_particle_steps_per_s_{}", "LAMMPS, 1 rank": "lammps_particle_steps_per_s_{}",
               f"ours, {threads} threads": f"ours_threads{threads}_particle_steps_per_s_{{}}",
@@ -586,10 +585,7 @@ def _plot_cost(metrics: Dict[str, float], sizes, threads: int) -> bytes:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title("dense Hertz-Mindlin packing: cost per step")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
+    return png_bytes(fig)
 
 
 def _bench_parallel(ctx: RunContext, mat, n: int, p: BenchParams, ours_1: float) -> Dict[str, float]:
@@ -635,13 +631,9 @@ def ours_backend(n: int) -> str:
 
 # -- study aggregations ---------------------------------------------------------------------------
 def _save(fig, path: Path) -> None:
-    import io
+    from harness.figures import save
 
-    from harness.atomic import atomic_write_bytes
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    atomic_write_bytes(path, buf.getvalue())
+    save(fig, path, dpi=110)
 
 
 def fit_mohr_coulomb(sigma, tau) -> Dict[str, float]:

@@ -448,14 +448,13 @@ def work_precision(table, out_dir) -> Dict[str, Any]:
     ``out_dir``; returns {"metrics": {...}, "verdict": ...}: per integrator and problem the
     best scd reached and the number of failed jobs. Failed jobs stay in the table.
     """
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from harness.atomic import atomic_write_bytes, atomic_write_text
+    from harness.atomic import atomic_write_text
+    from harness.figures import save
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -488,10 +487,7 @@ def work_precision(table, out_dir) -> Dict[str, Any]:
             ax.grid(True, which="both", alpha=0.3)
         axes[0].legend(fontsize=7)
         fig.suptitle(f"work-precision: {prob}")
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-        plt.close(fig)
-        atomic_write_bytes(out_dir / f"work_precision_{prob}.png", buf.getvalue())
+        save(fig, out_dir / f"work_precision_{prob}.png")
         for integ, gi in g.groupby("integrator"):
             finite = gi["scd"][np.isfinite(gi["scd"])]
             metrics[f"best_scd_{integ}_{prob}"] = float(finite.max()) if len(finite) else math.nan

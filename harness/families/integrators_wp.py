@@ -11,7 +11,6 @@ wall time over CVODE's there (NaN where a curve does not reach that scd). One lo
 """
 from __future__ import annotations
 
-import io
 import math
 import time
 from typing import Any, Callable, Dict, List, Sequence
@@ -98,6 +97,8 @@ def plot(curves: Dict[str, Dict[str, tuple]]) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from harness.figures import png_bytes
+
     fig, axes = plt.subplots(1, len(curves), figsize=(4.2 * len(curves), 3.6), squeeze=False)
     for ax, (pname, by_method) in zip(axes[0], curves.items()):
         for method, (scd, wall) in by_method.items():
@@ -111,7 +112,4 @@ def plot(curves: Dict[str, Dict[str, tuple]]) -> bytes:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle("work-precision: ros2_adaptive vs CVODE (best of repeats, warm)")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
+    return png_bytes(fig)

@@ -452,14 +452,12 @@ def time_step(df, out_dir) -> Dict[str, Any]:
 
 
 def _plot_study(ok, h, out_dir) -> None:
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from harness.atomic import atomic_write_bytes
+    from harness.figures import save
 
     fig, ax = plt.subplots(figsize=(5, 4))
     ax.loglog(h, ok["peak_change"], "o-", label="peak response change")
@@ -470,7 +468,4 @@ def _plot_study(ok, h, out_dir) -> None:
     ax.set_ylabel("relative change dt -> dt/2")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    atomic_write_bytes(out_dir / "time_step.png", buf.getvalue())
+    save(fig, out_dir / "time_step.png", dpi=110)

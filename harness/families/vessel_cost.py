@@ -40,12 +40,12 @@ class Clocked:
 
 
 def plot(curves: Dict[str, Tuple[np.ndarray, np.ndarray]]) -> bytes:
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from harness.figures import png_bytes
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
     t_max = 1.0
@@ -61,7 +61,4 @@ def plot(curves: Dict[str, Tuple[np.ndarray, np.ndarray]]) -> bytes:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title("vessel manoeuvre: cost against simulated time")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
+    return png_bytes(fig)
