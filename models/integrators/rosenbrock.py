@@ -50,6 +50,33 @@ _SING = 64.0 * np.finfo(float).eps  # pivot ratio below which I - gamma h J coun
 Array = np.ndarray
 
 
+def _check_pivots(info: int, dmin: float, dmax: float, t: float, h: float) -> None:
+    """IntegratorFailure when the LU of M = I - gamma h J (scale >= 1) failed or is singular."""
+    if info != 0 or not dmin > _SING * max(dmax, 1.0):
+        raise IntegratorFailure(f"LU of I - gamma h J singular at t={t:.6g}, h={h:.3g} (min pivot {dmin:.3g})",
+                                "lu", t)
+
+
+def _stages(prob, t: float, y: Array, h: float, f0: Array, ft: Optional[Array], solve) -> tuple:
+    """ROS2's two stages with the factorised M (``solve(b)`` = M^-1 b, may overwrite b):
+    (y_new, 2 err). ``ft`` None = no f_t term (see :meth:`_ROS2Core._attempt`)."""
+    b = h * f0
+    if ft is not None:
+        c = (GAMMA * h * h) * ft
+        b += c
+    u1 = solve(b)
+    b = h * prob.rhs(t + h, y + u1)
+    b -= u1
+    b -= u1
+    if ft is not None:
+        b -= c
+    u2 = solve(b)
+    s2 = u1 + u2  # = 2 err
+    y_new = y + u1
+    y_new += 0.5 * s2
+    return y_new, s2
+
+
 class _ROS2Core(Integrator):
     """Shared stage computation of ROS2."""
 
@@ -93,24 +120,8 @@ class _ROS2Core(Integrator):
         else:
             d = np.abs(lu.diagonal())
             dmin, dmax = float(d.min()), float(d.max())
-        if info != 0 or not dmin > _SING * max(dmax, 1.0):  # M = I - gamma h J has scale >= 1
-            raise IntegratorFailure(f"LU of I - gamma h J singular at t={t:.6g}, h={h:.3g} (min pivot {dmin:.3g})",
-                                    "lu", t)
-        b = h * f0
-        if ft is not None:
-            c = (GAMMA * h * h) * ft
-            b += c
-        u1 = getrs(lu, piv, b, overwrite_b=True)[0]
-        b = h * prob.rhs(t + h, y + u1)
-        b -= u1
-        b -= u1
-        if ft is not None:
-            b -= c
-        u2 = getrs(lu, piv, b, overwrite_b=True)[0]
-        s2 = u1 + u2  # = 2 err
-        y_new = y + u1
-        y_new += 0.5 * s2
-        return y_new, s2
+        _check_pivots(info, dmin, dmax, t, h)
+        return _stages(prob, t, y, h, f0, ft, lambda b: getrs(lu, piv, b, overwrite_b=True)[0])
 
     @staticmethod
     def _attempt_banded(prob: _Counted, stats: Stats, t: float, y: Array, h: float, f0: Array, J: Array,
@@ -137,24 +148,8 @@ class _ROS2Core(Integrator):
         stats.nlu += 1
         d = np.abs(lu[kl + ku])
         dmin, dmax = float(d.min()), float(d.max())
-        if info != 0 or not dmin > _SING * max(dmax, 1.0):
-            raise IntegratorFailure(f"LU of I - gamma h J singular at t={t:.6g}, h={h:.3g} (min pivot {dmin:.3g})",
-                                    "lu", t)
-        b = h * f0
-        if ft is not None:
-            c = (GAMMA * h * h) * ft
-            b += c
-        u1 = gbtrs(lu, kl, ku, b, piv)[0]
-        b = h * prob.rhs(t + h, y + u1)
-        b -= u1
-        b -= u1
-        if ft is not None:
-            b -= c
-        u2 = gbtrs(lu, kl, ku, b, piv)[0]
-        s2 = u1 + u2
-        y_new = y + u1
-        y_new += 0.5 * s2
-        return y_new, s2
+        _check_pivots(info, dmin, dmax, t, h)
+        return _stages(prob, t, y, h, f0, ft, lambda b: gbtrs(lu, kl, ku, b, piv)[0])
 
 
 @register("ros2")
