@@ -78,6 +78,21 @@ _FORBIDDEN = {
 }
 
 
+def _parse(text: Any) -> Optional[ast.Expression]:
+    """The syntax tree of an expression string; None for a plain number (int or float, not bool).
+    Raises ExpressionError for another type, an over-long text or a syntax error."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return None
+    if not isinstance(text, str):
+        raise ExpressionError(f"must be a string expression, got {type(text).__name__}")
+    if len(text) > MAX_LENGTH:
+        raise ExpressionError(f"longer than {MAX_LENGTH} characters")
+    try:
+        return ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"syntax error in {text!r}: {exc.msg}") from None
+
+
 def evaluate(text: str, names: Mapping[str, Any]) -> Any:
     """Evaluate the expression ``text`` with the variables ``names``.
 
@@ -85,16 +100,9 @@ def evaluate(text: str, names: Mapping[str, Any]) -> Any:
     defined, a call of a function not in :data:`FUNCTIONS`, a forbidden construct, or an
     error of the arithmetic itself (e.g. shapes that do not broadcast).
     """
-    if not isinstance(text, str):
-        if isinstance(text, (int, float)) and not isinstance(text, bool):
-            return text
-        raise ExpressionError(f"must be a string expression, got {type(text).__name__}")
-    if len(text) > MAX_LENGTH:
-        raise ExpressionError(f"longer than {MAX_LENGTH} characters")
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ExpressionError(f"syntax error in {text!r}: {exc.msg}") from None
+    tree = _parse(text)
+    if tree is None:
+        return text
     evaluator = _Evaluator(names)
     try:
         return evaluator.visit(tree.body)
@@ -116,16 +124,9 @@ def check(text: str, names: Optional[Iterable[str]]) -> None:
     Raises :class:`ExpressionError` with the same rules as :func:`evaluate`, so a bad
     declaration is reported before the model runs.
     """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
+    tree = _parse(text)
+    if tree is None:
         return
-    if not isinstance(text, str):
-        raise ExpressionError(f"must be a string expression, got {type(text).__name__}")
-    if len(text) > MAX_LENGTH:
-        raise ExpressionError(f"longer than {MAX_LENGTH} characters")
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ExpressionError(f"syntax error in {text!r}: {exc.msg}") from None
     known = None if names is None else set(names) | set(CONSTANTS)
     called = set()
     for node in ast.walk(tree):
