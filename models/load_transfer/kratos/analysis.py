@@ -18,7 +18,7 @@ import numpy as np
 from ..fe.base import ElasticBody
 from .builder import MPMSpec, build_model_parts, fix_supports, parameters_json
 from .loads import MeridianLoads
-from .runtime import captured_stdout, import_kratos, kratos_info
+from .runtime import captured_stdout, import_kratos, kratos_info, solution_steps
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +98,8 @@ def run_mpm(body: ElasticBody, spec: MPMSpec, loads: MeridianLoads, *, load_poin
         secs["setup"] = _time.perf_counter() - c0
         c1 = _time.perf_counter()
         n = 0
-        while stage.KeepAdvancingSolutionLoop():
-            stage.time = stage._AdvanceTime()
-            stage.InitializeSolutionStep()
-            converged.append(bool(stage._GetSolver().SolveSolutionStep()))
-            stage.FinalizeSolutionStep()
+        for ok in solution_steps(stage):
+            converged.append(ok)
             hist.append(gauss_values(mpm.Elements, MPM.MP_DISPLACEMENT, pi, 2))
             if tracker is not None:  # the grid displacement of this step at the start-of-step MP positions
                 du = _grid_displacement(K, grid_nodes)

@@ -23,7 +23,7 @@ import numpy as np
 
 from .builder import BODY_PART, GRID_PART, LOAD_PART, MPMSpec
 from .loads import MeridianLoads
-from .runtime import captured_stdout, import_kratos, kratos_info
+from .runtime import captured_stdout, import_kratos, kratos_info, solution_steps
 
 log = logging.getLogger(__name__)
 
@@ -185,13 +185,7 @@ def run_block(block: Block, spec: MPMSpec, loads: MeridianLoads, *, fail_above: 
         x0 = gauss_values(mpm.Elements, MPM.MP_COORD, pi, 3)
         secs["setup"] = _time.perf_counter() - c0
         c1 = _time.perf_counter()
-        n = 0
-        while stage.KeepAdvancingSolutionLoop():
-            stage.time = stage._AdvanceTime()
-            stage.InitializeSolutionStep()
-            stage._GetSolver().SolveSolutionStep()
-            stage.FinalizeSolutionStep()
-            n += 1
+        n = sum(1 for _ in solution_steps(stage))
         stage.Finalize()
         secs["solve"] = _time.perf_counter() - c1
         u = gauss_values(mpm.Elements, MPM.MP_DISPLACEMENT, pi, 3)

@@ -87,3 +87,14 @@ def kratos_info() -> Dict[str, Any]:
         info["registered_applications"] = [a for a in ("MPMApplication", "LinearSolversApplication")
                                            if f"KratosMultiphysics.{a}" in sys.modules]
     return info
+
+
+def solution_steps(stage: Any) -> Iterator[bool]:
+    """Kratos' solution loop of an analysis stage, one step per iteration: advance the time,
+    initialise, solve, finalise; yields whether the solver reported convergence."""
+    while stage.KeepAdvancingSolutionLoop():
+        stage.time = stage._AdvanceTime()
+        stage.InitializeSolutionStep()
+        converged = bool(stage._GetSolver().SolveSolutionStep())
+        stage.FinalizeSolutionStep()
+        yield converged
