@@ -174,19 +174,21 @@ def _pairs_range(p0, p1, hp, x, v, w, radius, mass, pairs, hkeys, hxi, N, dt, he
 
 
 @njit(cache=True)
+def _contact_buffers(P):  # pragma: no cover - compiled
+    """Outputs for P candidate pairs: contacts (i, j, overlap, normal force, unclamped force) and
+    history (keys, springs); filled up to the counts the pair pass returns."""
+    return (np.empty(P, np.int64), np.empty(P, np.int64), np.empty(P), np.empty(P), np.empty(P),
+            np.empty(P, np.int64), np.empty((P, 3)))
+
+
+@njit(cache=True)
 def pair_forces(x, v, w, radius, mass, pairs, hkeys, hxi, N, dt, hertz, hm_c, k_n, eta, zeta,
                 attractive, tang, kt_ratio, mu, mu_r, Estar, Gstar, F, T):  # pragma: no cover - compiled
     """One pass over the candidate pairs (sorted by key i N + j): F, T accumulated; returns the
     active contacts (i, j, overlap, normal force, unclamped force), the new history (keys,
     springs) and the dissipated energy of the step."""
     P = pairs.shape[0]
-    ci = np.empty(P, np.int64)
-    cj = np.empty(P, np.int64)
-    cdelta = np.empty(P)
-    cfn = np.empty(P)
-    cfnraw = np.empty(P)
-    nkeys = np.empty(P, np.int64)
-    nxi = np.empty((P, 3))
+    ci, cj, cdelta, cfn, cfnraw, nkeys, nxi = _contact_buffers(P)
     nc, nh, diss = _pairs_range(0, P, 0, x, v, w, radius, mass, pairs, hkeys, hxi, N, dt, hertz, hm_c, k_n, eta,
                                 zeta, attractive, tang, kt_ratio, mu, mu_r, Estar, Gstar, F, T, ci, cj, cdelta, cfn,
                                 cfnraw, nkeys, nxi, 0)
@@ -226,13 +228,7 @@ def pair_forces_parallel(x, v, w, radius, mass, pairs, hkeys, hxi, N, dt, hertz,
     bounds = np.empty(C + 1, np.int64)
     for c in range(C + 1):
         bounds[c] = (P * c) // C
-    ci = np.empty(P, np.int64)
-    cj = np.empty(P, np.int64)
-    cdelta = np.empty(P)
-    cfn = np.empty(P)
-    cfnraw = np.empty(P)
-    nkeys = np.empty(P, np.int64)
-    nxi = np.empty((P, 3))
+    ci, cj, cdelta, cfn, cfnraw, nkeys, nxi = _contact_buffers(P)
     # np.empty, zeroed by the block's own thread: np.zeros would be a parallel region of its own
     # (a thread wake-up each) under parallel=True
     Fc = np.empty((C, F.shape[0], 3))
