@@ -52,6 +52,15 @@ def _table_load(F, tab, n, geom, rho, wx, wy):
     F[5] += sgn * qd * (tab[3, i] + th * (tab[3, i + 1] - tab[3, i])) * geom[1] * geom[2]
 
 
+def _thrust(n, az, pdr, prop, ur, vr):
+    """Thrust [N] of a propeller at n [1/s], azimuth az [rad] and pitch ratio pdr in the relative
+    water velocity (ur, vr) [m/s] (``prop``: a row of ``props``), and g [N s/m] with
+    dT/dur = g cos az, dT/dvr = g sin az."""
+    d, wf, ktp, kta, rho_d3 = prop[0], prop[1], prop[2], prop[3], prop[4]
+    ua = (1.0 - wf) * (ur * math.cos(az) + vr * math.sin(az))
+    return rho_d3 * (d * n * abs(n) * ktp * pdr - kta * ua * abs(n)), -rho_d3 * kta * abs(n) * (1.0 - wf)
+
+
 def _input_row(t, base, slope, tg, linear):
     """The inputs the field sees at t (s): knot interpolation or hold, as ``_InputTrack.at``."""
     n = base.shape[0]
@@ -114,10 +123,7 @@ def _loads(t, q, nu, row, flags, env, K, Bq, B, Mt, tab, tab_n, tab_geom, props,
     thrust = np.zeros(k_p)
     if (flags[_PROPS] or flags[_RUDS]) and k_p > 0:
         for k in range(k_p):
-            n, az, pdr = row[k], row[k_p + k], row[2 * k_p + k]
-            d, wf, ktp, kta, rho_d3 = props[k, 0], props[k, 1], props[k, 2], props[k, 3], props[k, 4]
-            ua = (1.0 - wf) * (ur * math.cos(az) + vr * math.sin(az))
-            thrust[k] = rho_d3 * (d * n * abs(n) * ktp * pdr - kta * ua * abs(n))
+            thrust[k] = _thrust(row[k], row[k_p + k], row[2 * k_p + k], props[k], ur, vr)[0]
         if flags[_PROPS]:
             for k in range(k_p):
                 az = row[k_p + k]
@@ -285,11 +291,8 @@ def _loads_jac(t, q, nu, row, flags, env, K, Bq, B, Mt, tab, tab_n, tab_geom, pr
     thrust = np.zeros(k_p)
     if (flags[_PROPS] or flags[_RUDS]) and k_p > 0:
         for k in range(k_p):
-            n, az, pdr = row[k], row[k_p + k], row[2 * k_p + k]
-            d, wf, ktp, kta, rho_d3 = props[k, 0], props[k, 1], props[k, 2], props[k, 3], props[k, 4]
-            ua = (1.0 - wf) * (ur * math.cos(az) + vr * math.sin(az))
-            thrust[k] = rho_d3 * (d * n * abs(n) * ktp * pdr - kta * ua * abs(n))
-            g = -rho_d3 * kta * abs(n) * (1.0 - wf)
+            az = row[k_p + k]
+            thrust[k], g = _thrust(row[k], az, row[2 * k_p + k], props[k], ur, vr)
             dT[k, 0] = g * math.cos(az)
             dT[k, 1] = g * math.sin(az)
         if flags[_PROPS]:
@@ -460,6 +463,7 @@ try:  # numba is a dependency; without it the same functions run as Python (slow
     from numba import njit as _njit
 
     _table_load = _njit(cache=True)(_table_load)
+    _thrust = _njit(cache=True)(_thrust)
     _input_row = _njit(cache=True)(_input_row)
     _loads = _njit(cache=True)(_loads)
     field = _njit(cache=True)(_field)
