@@ -45,7 +45,7 @@ class CommandConf:
 
 
 @dataclass
-class ModelConf:
+class ModelConf(CommandConf):
     """The model: ``command`` (an external program) or ``_target_`` (a Python callable).
 
     _target_:   ``package.module.function`` (or ``package.module:function``), called with
@@ -54,16 +54,10 @@ class ModelConf:
     The remaining fields are those of :class:`CommandConf` (for ``command`` only).
     """
 
-    command: Optional[List[str]] = None
+    command: Optional[List[str]] = None  # type: ignore[assignment]  # optional here: or _target_
     _target_: Optional[str] = None
     kwargs: Dict[str, Any] = field(default_factory=dict)
     pythonpath: List[str] = field(default_factory=list)
-    cwd: Optional[str] = None
-    env: Dict[str, str] = field(default_factory=dict)
-    inherit_env: bool = True
-    timeout_s: float = 600.0
-    expected_exit_code: int = 0
-    inputs: List[str] = field(default_factory=list)
 
 
 @dataclass
