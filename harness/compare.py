@@ -105,7 +105,7 @@ def compare(client, ref_a: str, ref_b: str) -> Dict[str, Any]:
     sa = {s.case: s for s in (side(client, r) for r in ta["runs"])}
     sb = {s.case: s for s in (side(client, r) for r in tb["runs"])}
     if len(sa) == 1 and len(sb) == 1 and ta["kind"] == "run" and tb["kind"] == "run":
-        (ca, a), (cb, b) = next(iter(sa.items())), next(iter(sb.items()))
+        (a,), (b,) = sa.values(), sb.values()
         cases = [compare_sides(a, b)]  # two single runs compare even when their cases differ
         only_a, only_b = [], []
     else:
@@ -130,23 +130,18 @@ def text(result: Dict[str, Any]) -> str:
                 lines.append(f"  {name:<{w}}  {_fmt(va):>12}  {_fmt(vb):>12}  {_fmt(rc):>12}")
         else:
             lines.append("  metrics: identical")
-        cfg = c["config"]
-        if any(cfg.values()):
-            lines.append("  config:")
-            lines += [f"    + {k} = {v}" for k, v in cfg["added"]]
-            lines += [f"    - {k} = {v}" for k, v in cfg["removed"]]
-            lines += [f"    ~ {k}: {va} -> {vb}" for k, va, vb in cfg["changed"]]
-        else:
-            lines.append("  config: identical")
-        inp = c["inputs"]
-        if any(inp.values()):
-            lines.append("  input files:")
-            lines += [f"    + {k} {v}" for k, v in inp["added"]]
-            lines += [f"    - {k} {v}" for k, v in inp["removed"]]
-            lines += [f"    ~ {k}: {va} -> {vb}" for k, va, vb in inp["changed"]]
-        else:
-            lines.append("  input files: identical hashes")
+        lines += _diff_lines("config", c["config"], " = ", "identical")
+        lines += _diff_lines("input files", c["inputs"], " ", "identical hashes")
     return "\n".join(lines)
+
+
+def _diff_lines(title: str, diff: Dict[str, list], sep: str, identical: str) -> List[str]:
+    """The text of one diff (``added``/``removed``: (key, value), ``changed``: (key, a, b))."""
+    if not any(diff.values()):
+        return [f"  {title}: {identical}"]
+    return [f"  {title}:", *(f"    + {k}{sep}{v}" for k, v in diff["added"]),
+            *(f"    - {k}{sep}{v}" for k, v in diff["removed"]),
+            *(f"    ~ {k}: {va} -> {vb}" for k, va, vb in diff["changed"])]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
