@@ -4,18 +4,9 @@ box, not the page."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
-import pytest
-
 from harness import report
-
-CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1024,800"]
 
 
 def _sweep(tmp_path: Path) -> Path:
@@ -40,34 +31,21 @@ def _sweep(tmp_path: Path) -> Path:
     return sweep
 
 
-def test_report_states_u_num_and_keeps_the_job_table_inside_the_page(tmp_path):
+def test_report_states_u_num_and_keeps_the_job_table_inside_the_page(tmp_path, request):
     html = report.build(_sweep(tmp_path))
     assert "solution verification" in html and "314160.0362" in html and "225.016" in html
     assert '<td class="convergence">oscillatory</td>' in html and "about 95 % coverage" in html
-    if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
-        pytest.skip("needs Debian's chromium and chromium-driver")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
+    driver = request.getfixturevalue("browser")  # the shared headless Chromium (skips without it)
     out = tmp_path / "report.html"
     out.write_text(html)
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in FLAGS + [f"--user-data-dir={profile}"]:
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
-    try:
-        driver.get(out.as_uri())
-        page = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-        box = driver.execute_script("const t = document.querySelector('table.jobs');"
-                                    "return [t.parentElement.className, t.parentElement.scrollWidth,"
-                                    " t.parentElement.clientWidth, t.scrollWidth]")
-        cells = driver.execute_script(
-            "return Array.from(document.querySelectorAll('table.verification td')).map(td => td.innerText)")
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+    driver.set_window_size(1024, 800)
+    driver.get(out.as_uri())
+    page = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+    box = driver.execute_script("const t = document.querySelector('table.jobs');"
+                                "return [t.parentElement.className, t.parentElement.scrollWidth,"
+                                " t.parentElement.clientWidth, t.scrollWidth]")
+    cells = driver.execute_script(
+        "return Array.from(document.querySelectorAll('table.verification td')).map(td => td.innerText)")
     assert page[0] <= page[1], page  # the page itself does not scroll sideways
     assert box[0] == "scroll" and box[1] > box[2], box  # the 40-column table scrolls inside its box
     assert "monotonic" in cells and "1.00215" in cells and "225.016" in cells and "oscillatory" in cells
