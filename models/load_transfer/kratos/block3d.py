@@ -21,7 +21,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .builder import BODY_PART, GRID_PART, LOAD_PART, MPMSpec
+from .builder import BODY_PART, GRID_PART, LOAD_PART, MPMSpec, mpm_parameters
 from .loads import MeridianLoads
 from .runtime import captured_stdout, import_kratos, kratos_info, solution_steps
 
@@ -79,23 +79,7 @@ class Block:
 
 
 def project_parameters(spec: MPMSpec) -> Dict[str, Any]:
-    solver: Dict[str, Any] = {
-        "solver_type": "Static" if spec.solver == "static" else "Dynamic",
-        "model_part_name": "MPM_Material", "domain_size": 3, "echo_level": 0,
-        "analysis_type": spec.analysis_type, "time_stepping": {"time_step": float(spec.dt)},
-        "grid_model_import_settings": {"input_type": "use_input_model_part"},
-        "model_import_settings": {"input_type": "use_input_model_part"},
-        "material_import_settings": {"materials_filename": ""},
-        "consistent_mass_matrix": False,
-        "linear_solver_settings": {"solver_type": spec.linear_solver},
-        "problem_domain_sub_model_part_list": [], "processes_sub_model_part_list": [],
-    }
-    if spec.solver == "dynamic":
-        solver.update({"time_integration_method": "implicit", "scheme_type": "newmark",
-                       "newmark_beta": float(spec.newmark_beta)})
-    return {"problem_data": {"problem_name": "load_transfer_mpm_3d", "parallel_type": "OpenMP", "echo_level": 0,
-                             "start_time": float(spec.t0), "end_time": spec.end_time},
-            "solver_settings": solver, "processes": {}, "output_processes": {}}
+    return mpm_parameters(spec, 3, "load_transfer_mpm_3d")
 
 
 def build_model_parts(K, MPM, model, block: Block, load_points: np.ndarray) -> Dict[str, int]:

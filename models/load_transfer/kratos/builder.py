@@ -91,17 +91,23 @@ class MPMSpec:
 
 def project_parameters(body: ElasticBody, spec: MPMSpec) -> Dict[str, Any]:
     """The ProjectParameters of the run (processes are attached in Python)."""
+    return mpm_parameters(spec, 2, "load_transfer_mpm", axis_symmetric_flag=body.formulation == "axisymmetric")
+
+
+def mpm_parameters(spec: MPMSpec, domain_size: int, problem_name: str, **solver_extra: Any) -> Dict[str, Any]:
+    """The ProjectParameters of an implicit MPM run of ``spec`` in ``domain_size`` dimensions
+    (``solver_extra``: further solver settings, e.g. the axisymmetric flag)."""
     solver: Dict[str, Any] = {
         "solver_type": "Static" if spec.solver == "static" else "Dynamic",
-        "model_part_name": "MPM_Material", "domain_size": 2, "echo_level": 0,
+        "model_part_name": "MPM_Material", "domain_size": domain_size, "echo_level": 0,
         "analysis_type": spec.analysis_type, "time_stepping": {"time_step": float(spec.dt)},
         "grid_model_import_settings": {"input_type": "use_input_model_part"},
         "model_import_settings": {"input_type": "use_input_model_part"},
         "material_import_settings": {"materials_filename": ""},
-        "axis_symmetric_flag": body.formulation == "axisymmetric",
         "consistent_mass_matrix": False,  # lumped nodal masses (the FE model uses the same)
         "linear_solver_settings": {"solver_type": spec.linear_solver},
         "problem_domain_sub_model_part_list": [], "processes_sub_model_part_list": [],
+        **solver_extra,
     }
     if spec.analysis_type == "non_linear":  # Newton-Raphson on the residual
         solver.update({"convergence_criterion": "residual_criterion", "residual_relative_tolerance": 1e-8,
@@ -110,7 +116,7 @@ def project_parameters(body: ElasticBody, spec: MPMSpec) -> Dict[str, Any]:
         solver.update({"time_integration_method": "implicit", "scheme_type": "newmark",
                        "newmark_beta": float(spec.newmark_beta)})
 
-    return {"problem_data": {"problem_name": "load_transfer_mpm", "parallel_type": "OpenMP", "echo_level": 0,
+    return {"problem_data": {"problem_name": problem_name, "parallel_type": "OpenMP", "echo_level": 0,
                              "start_time": float(spec.t0), "end_time": spec.end_time},
             "solver_settings": solver, "processes": {}, "output_processes": {}}
 
