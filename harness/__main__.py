@@ -44,9 +44,9 @@ def _task(cfg) -> dict:
     from harness import progress
     from harness.runner import Outcome, run_case_config
     from harness.studies import PARENT_RUN_KEY, read_study_state
-    from harness.worker_gc import space_loky_collections
+    from harness.job_process import prepare
 
-    space_loky_collections()
+    prepare()
     run_dir = Path(".")
     try:
         hc = HydraConfig.get()

@@ -204,9 +204,9 @@ def suite_task(cfg: DictConfig) -> Dict[str, Any]:
     from harness import progress
     from harness.runner import STATUS_ERROR, STATUS_INVALID, Outcome, run_case_config
     from harness.studies import PARENT_RUN_KEY
-    from harness.worker_gc import space_loky_collections
+    from harness.job_process import prepare
 
-    space_loky_collections()
+    prepare()
     start = time.time()
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
