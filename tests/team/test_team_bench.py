@@ -12,7 +12,7 @@ import pytest
 @pytest.mark.slow
 def test_tracking_server_benchmark_logs_what_it_measured(team_stack, tmp_path, tm):
     out = tmp_path / "outputs"
-    per_writer = 25 if tm.FULL else 3
+    per_writer = 25 if tm.FULL else 2
     repeats = 3 if tm.FULL else 2
     res = tm.harness(["+case=bench/tracking_server", f"case.params.server_uri={team_stack.uri}",
                       f"case.params.runs_per_writer={per_writer}", f"case.params.repeats={repeats}"], out,
