@@ -37,11 +37,40 @@ def _finite(a):
 
 
 @njit(cache=True)
-def band_stage1(J, gamma_h, h, f0, c, has_c, AB, piv, dinv, kl, ku):
-    """M = I - gamma h J from J's band (kl, ku) into the compact rows ``AB`` (n, 2 kl + ku + 1),
-    AB[i, j - i + kl] = M[i, j] (kl more upper diagonals for the pivoting's fill-in), factorised
-    in place with partial pivoting (``dinv`` = 1 / the pivots); solve M u1 = h f0 (+ c).
-    Returns (u1, min |pivot|, max |pivot|, sum of J's band: non-finite when an entry is)."""
+def _band_factor_no_interchange(J, gamma_h, AB, dinv, kl, ku):
+    """M = I - gamma h J from J's band into the compact rows ``AB`` (AB[i, j - i + kl] = M[i, j])
+    and its LU without row interchanges, row by row (row i eliminated by the finished rows above
+    it: the same operations in the same order as the column-by-column elimination). Valid only
+    where partial pivoting would interchange nothing: every sub-diagonal entry, when it is
+    eliminated, at most as large in magnitude as its column's pivot. Returns (ok, sum of J's
+    band); ok False as soon as an entry is larger (the factors are then incomplete)."""
+    n = J.shape[0]
+    jsum = 0.0
+    for i in range(n):
+        j0, j1 = max(0, i - kl), min(n, i + ku + 1)
+        for j in range(j0, j1):
+            v = J[i, j]
+            jsum += v
+            AB[i, j - i + kl] = -gamma_h * v
+        AB[i, kl] += 1.0
+        for k in range(j0, i):  # the multipliers of row i, columns in increasing order
+            a = AB[i, k - i + kl]
+            if abs(a) > abs(AB[k, kl]):
+                return False, jsum  # partial pivoting would interchange rows here
+            f = a * dinv[k]
+            AB[i, k - i + kl] = f
+            if f != 0.0:
+                for j in range(k + 1, min(n, k + ku + 1)):
+                    AB[i, j - i + kl] -= f * AB[k, j - k + kl]
+        d = AB[i, kl]
+        dinv[i] = 1.0 / d if d != 0.0 else 0.0
+    return True, jsum
+
+
+@njit(cache=True)
+def _band_factor_pivoting(J, gamma_h, AB, piv, dinv, kl, ku):
+    """M = I - gamma h J into ``AB`` with kl more upper diagonals for the pivoting's fill-in,
+    factorised in place with partial pivoting (LAPACK gbtrf's scheme). Returns the sum of J's band."""
     n = J.shape[0]
     w = AB.shape[1]
     jsum = 0.0
@@ -82,12 +111,38 @@ def band_stage1(J, gamma_h, h, f0, c, has_c, AB, piv, dinv, kl, ku):
             if f != 0.0:
                 for j in range(k + 1, jend + 1):
                     AB[i, j - i + kl] -= f * AB[k, j - k + kl]
+    return jsum
+
+
+@njit(cache=True)
+def band_factor(J, gamma_h, AB, piv, dinv, kl, ku):
+    """LU of M = I - gamma h J from J's band (kl, ku) in the compact rows ``AB`` (n, 2 kl + ku + 1),
+    with partial pivoting's result: first without row interchanges (half the work: U keeps
+    ku upper diagonals instead of kl + ku, no search, no swaps), checked entry by entry against
+    the pivot; where partial pivoting would interchange rows, refactorised with pivoting.
+    ``piv[0] = -1`` marks the factors as interchange-free (for :func:`band_solve`).
+    Returns (min |pivot|, max |pivot|, sum of J's band: non-finite when an entry is)."""
+    n = J.shape[0]
+    ok, jsum = _band_factor_no_interchange(J, gamma_h, AB, dinv, kl, ku)
+    if ok:
+        piv[0] = -1
+    else:
+        jsum = _band_factor_pivoting(J, gamma_h, AB, piv, dinv, kl, ku)
     dmin = abs(AB[0, kl])
     dmax = dmin
     for i in range(1, n):
         d = abs(AB[i, kl])
         dmin = min(dmin, d)
         dmax = max(dmax, d)
+    return dmin, dmax, jsum
+
+
+@njit(cache=True)
+def band_stage1(J, gamma_h, h, f0, c, has_c, AB, piv, dinv, kl, ku):
+    """:func:`band_factor`, then solve M u1 = h f0 (+ c).
+    Returns (u1, min |pivot|, max |pivot|, sum of J's band: non-finite when an entry is)."""
+    n = J.shape[0]
+    dmin, dmax, jsum = band_factor(J, gamma_h, AB, piv, dinv, kl, ku)
     u1 = np.empty(n)
     if dmin == 0.0 or not math.isfinite(jsum):
         u1[:] = 0.0
@@ -100,21 +155,33 @@ def band_stage1(J, gamma_h, h, f0, c, has_c, AB, piv, dinv, kl, ku):
 
 @njit(cache=True)
 def band_solve(AB, piv, dinv, b, kl, ku):
-    """Solve with :func:`band_stage1`'s factors in place (interchanges and the unit lower
-    factor column by column, as LAPACK gbtrs, then the upper factor of width kl + ku)."""
+    """Solve with :func:`band_factor`'s factors in place: without interchanges (piv[0] = -1)
+    the unit lower factor row by row and the upper factor of width ku; else, as LAPACK gbtrs,
+    interchanges and the lower factor column by column, then the upper factor of width kl + ku.
+    (Both apply each row's terms in increasing column order: the same arithmetic when no
+    interchange happened.)"""
     n = AB.shape[0]
-    for k in range(n):
-        p = piv[k]
-        if p != k:
-            tmp = b[k]
-            b[k] = b[p]
-            b[p] = tmp
-        bk = b[k]
-        for i in range(k + 1, min(n - 1, k + kl) + 1):
-            b[i] -= AB[i, k - i + kl] * bk
+    if piv[0] < 0:
+        for i in range(n):
+            s = b[i]
+            for k in range(max(0, i - kl), i):
+                s -= AB[i, k - i + kl] * b[k]
+            b[i] = s
+        w = ku
+    else:
+        for k in range(n):
+            p = piv[k]
+            if p != k:
+                tmp = b[k]
+                b[k] = b[p]
+                b[p] = tmp
+            bk = b[k]
+            for i in range(k + 1, min(n - 1, k + kl) + 1):
+                b[i] -= AB[i, k - i + kl] * bk
+        w = kl + ku
     for i in range(n - 1, -1, -1):
         s = b[i]
-        for j in range(i + 1, min(n - 1, i + kl + ku) + 1):
+        for j in range(i + 1, min(n - 1, i + w) + 1):
             s -= AB[i, j - i + kl] * b[j]
         b[i] = s * dinv[i]
 
