@@ -77,7 +77,8 @@ def test_band_lu_solves_as_scipy_and_dense(kl, ku, dominant):
 @pytest.mark.parametrize("kl, ku", [(2, 2), (3, 2)])
 def test_without_interchanges_the_arithmetic_is_partial_pivotings(kl, ku):
     """Where partial pivoting interchanges nothing, the LU without interchanges performs the
-    same operations in the same order: identical factors and solutions, bit for bit."""
+    same operations in the same order: identical factors, bit for bit; the generic solve too
+    (the narrow one fuses multiply-adds: equal to round-off)."""
     rng = np.random.default_rng(7)
     J, _ = _band_jacobian(kl, ku, rng, dominant=True)
     AB, piv, dinv, *_ = _factor(J, 0.3, kl, ku)
@@ -92,7 +93,10 @@ def test_without_interchanges_the_arithmetic_is_partial_pivotings(kl, ku):
     x, xp = b.copy(), b.copy()
     band_solve(AB, piv, dinv, x, kl, ku)
     band_solve(ABp, pivp, dinvp, xp, kl, ku)
-    assert np.array_equal(x, xp)
+    if piv[0] == -1:
+        assert np.array_equal(x, xp)
+    else:
+        assert np.max(np.abs(x - xp)) <= 1e-14 * np.max(np.abs(xp))
 
 
 def test_a_singular_band_shows_a_zero_pivot_and_a_non_finite_jacobian_a_non_finite_sum():
