@@ -458,3 +458,23 @@ def run(rhs, jac, data, y0, t0, t1, t_eval, rtol, atol, h_init, h_min, h_max, ma
             Y[k_out, i] = y[i]
         counts[6] = k_out + 1
     return 0
+
+
+_BOUND: dict = {}
+
+
+def bound(rhs, jac):
+    """:func:`run` with the field's two compiled callables bound (compiled once per field and
+    process): the arguments of a call are then arrays and numbers only, whose types numba reads
+    in about 5 us; two dispatchers as arguments cost about 14 us per call."""
+    key = (rhs, jac)
+    fn = _BOUND.get(key)
+    if fn is None:
+        @njit
+        def fn(data, y0, t0, t1, t_eval, rtol, atol, h_init, h_min, h_max, max_steps, safety, fac_min, fac_max,
+               ft_fd, kl, ku, reuse, hold, Y, counts, info):
+            return run(rhs, jac, data, y0, t0, t1, t_eval, rtol, atol, h_init, h_min, h_max, max_steps, safety,
+                       fac_min, fac_max, ft_fd, kl, ku, reuse, hold, Y, counts, info)
+
+        _BOUND[key] = fn
+    return fn
