@@ -339,6 +339,7 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     loop = params.get("ros2_loop", "python")
     if loop not in ("python", "compiled"):
         raise HarnessInputError(f"case.params.ros2_loop: must be python or compiled, got {loop!r}")
+    ros2_variants = _ros2_variants(params)  # checked before anything runs
     prepare = _on_compiled_field if loop == "compiled" else (lambda tp: tp)
     metrics: Dict[str, float] = {"ros2_loop_compiled": 1.0 if loop == "compiled" else 0.0}
     rows: List[Dict[str, Any]] = []
@@ -425,7 +426,7 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
                                                   ros2_options={"loop": loop},
                                                   min_total_s=float(params.get("wp_min_total_s", 0.0)),
                                                   max_repeats=int(params.get("wp_max_repeats", repeats)),
-                                                  ros2_variants=_ros2_variants(params))
+                                                  ros2_variants=ros2_variants)
         metrics.update(wp)
         for level in WP.SCD_LEVELS[:2]:  # the regime where a one-step method should win (small problems)
             r = [v for k, v in wp.items() if k.startswith(f"ratio_ros2_to_cvode_scd{level:g}_")
