@@ -28,8 +28,14 @@ is only right for autonomous fields and exists to show the order loss).
   problem's compiled in-place field (``ODEProblem.inplace``, :mod:`models.integrators._ros2_loop`;
   compiled once per field and process, so meant for long or repeated solves). A larger
   problem that declares a banded Jacobian (``ODEProblem.jac_band = (lower, upper)``) is
-  factorised banded (LAPACK gbtrf/gbtrs on the bands of M, O(n b^2) instead of O(n^3)); the
+  factorised banded (LAPACK gbtrf/gbtrs on the bands of M, O(n b^2) instead of O(n^3); in the
+  compiled loop without row interchanges where partial pivoting would make none); the
   kernel ``lapack`` keeps it dense.
+* W-method variant (compiled loop only, off by default): ROS2 is of order 2 for any matrix in
+  place of J (the terms in it cancel to order h^2), so ``reuse_steps = N > 0`` keeps J and the
+  LU of M for up to N steps while the step size is held: an accepted step whose controller
+  proposes a growth between 1 and ``hold_growth`` (default 1.5) keeps h; any other step size
+  gets a Jacobian at the current point and a new LU.
 """
 from __future__ import annotations
 
