@@ -36,6 +36,17 @@ SING = 64.0 * np.finfo(float).eps
 
 
 @njit(cache=True)
+def _input_status(f0, J, kl, status):
+    """The status of a failure seen downstream: 1 (field) when f0 is non-finite, 2 (Jacobian)
+    when a dense J is (a banded one is checked while M is assembled), else ``status``."""
+    if not _finite(f0):
+        return 1
+    if kl < 0 and not _finite(J):
+        return 2
+    return status
+
+
+@njit(cache=True)
 def _finite(a):
     s = 0.0
     for v in a.ravel():
@@ -321,10 +332,12 @@ def run(rhs, jac, data, y0, t0, t1, t_eval, rtol, atol, h_init, h_min, h_max, ma
         while target - t > tiny:
             rhs(t, y, f0, data)
             counts[3] += 1
-            if not _finite(f0):
-                info[0] = t
-                return 1
+            # f0, f1 and J are checked where a failure shows (a non-finite value in any of them
+            # makes the LU or the error estimate non-finite), in the Python loop's order of checks
             if not have_h:  # Hairer-Norsett-Wanner starting step for order 2
+                if not _finite(f0):
+                    info[0] = t
+                    return 1
                 d0 = 0.0
                 d1 = 0.0
                 for i in range(n):
@@ -360,9 +373,6 @@ def run(rhs, jac, data, y0, t0, t1, t_eval, rtol, atol, h_init, h_min, h_max, ma
                 j_here = True
                 age = 0
                 lu_h = -1.0
-                if kl < 0 and not _finite(J):  # banded: checked while M is assembled
-                    info[0] = t
-                    return 2
             has_c = False
             if ft_fd:
                 dt = 1.0e-6 * max(abs(t), span)
@@ -379,13 +389,13 @@ def run(rhs, jac, data, y0, t0, t1, t_eval, rtol, atol, h_init, h_min, h_max, ma
             while True:  # attempts from the accepted state (t, y)
                 if counts[0] >= max_steps:
                     info[0] = t
-                    return 4
+                    return _input_status(f0, J, kl, 4)
                 h = min(h, h_max)
                 clipped = t + h >= target - tiny
                 h_step = target - t if clipped else h
                 if h_step < h_min and not clipped:
                     info[0], info[1] = t, h_step
-                    return 5
+                    return _input_status(f0, J, kl, 5)
                 counts[0] += 1
                 if has_c:
                     for i in range(n):
@@ -396,20 +406,17 @@ def run(rhs, jac, data, y0, t0, t1, t_eval, rtol, atol, h_init, h_min, h_max, ma
                         counts[4] += 1
                         j_here = True
                         age = 0
-                        if kl < 0 and not _finite(J):
-                            info[0] = t
-                            return 2
                     if kl < 0:
                         dmin, dmax = factor(J, GAMMA * h_step, LU, piv)
                     else:
                         dmin, dmax, jsum = band_factor(J, GAMMA * h_step, AB, piv, dinv, kl, ku)
                         if not math.isfinite(jsum):
                             info[0] = t
-                            return 2
+                            return 1 if not _finite(f0) else 2
                     counts[5] += 1
                     if not dmin > SING * max(dmax, 1.0):
                         info[0], info[1], info[2] = t, h_step, dmin
-                        return 3
+                        return _input_status(f0, J, kl, 3)
                     lu_h = h_step
                 for i in range(n):
                     u1[i] = h_step * f0[i] + (c[i] if has_c else 0.0)
@@ -421,9 +428,6 @@ def run(rhs, jac, data, y0, t0, t1, t_eval, rtol, atol, h_init, h_min, h_max, ma
                     fp[i] = y[i] + u1[i]
                 rhs(t + h_step, fp, f1, data)
                 counts[3] += 1
-                if not _finite(f1):
-                    info[0] = t + h_step
-                    return 1
                 for i in range(n):  # the second stage: M u2 = h f1 - 2 u1 (- c)
                     u2[i] = h_step * f1[i] - 2.0 * u1[i] - (c[i] if has_c else 0.0)
                 if kl < 0:
@@ -434,7 +438,11 @@ def run(rhs, jac, data, y0, t0, t1, t_eval, rtol, atol, h_init, h_min, h_max, ma
                 err_norm = 0.5 * math.sqrt(acc * inv_n)
                 if not math.isfinite(err_norm):
                     info[0] = t
-                    return 6
+                    status = _input_status(f0, J, kl, 6)
+                    if status == 6 and not _finite(f1):
+                        info[0] = t + h_step
+                        status = 1
+                    return status
                 if err_norm == 0.0:
                     fac = fac_max
                 else:
