@@ -440,7 +440,6 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     return CaseResult(metrics=metrics, info={"problems": problems, "rtols": rtols, "repeats": repeats})
 
 
-# -- study aggregation ----------------------------------------------------------------------------
 def _ros2_variants(params: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """case.params.wp_ros2_variants: label -> further ros2_adaptive options (a curve each)."""
     variants = params.get("wp_ros2_variants") or {}
@@ -461,6 +460,7 @@ def _ros2_variants(params: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     return {str(k): dict(v) for k, v in variants.items()}
 
 
+# -- study aggregation ----------------------------------------------------------------------------
 def work_precision(table, out_dir) -> Dict[str, Any]:
     """Work-precision aggregation of a sweep (integrator x problem x rtol).
 

@@ -426,10 +426,11 @@ class ROS2Adaptive(_ROS2Core):
         info = np.zeros(3)
         h0 = -1.0 if o["h0"] is None else float(o["h0"])
         t0, t1 = prob.t_span
-        status = _ros2_loop.bound(fast.rhs, fast.jac)(fast.data, np.ascontiguousarray(prob.y0, dtype=np.float64),
-                                float(t0), float(t1), t_eval, rtol, atol, h0, float(o["h_min"]), float(o["h_max"]),
-                                int(o["max_steps"]), float(o["safety"]), float(o["fac_min"]), float(o["fac_max"]),
-                                ft_fd, int(band[0]), int(band[1]), reuse, hold, Y, counts, info)
+        runner = _ros2_loop.bound(fast.rhs, fast.jac)
+        status = runner(fast.data, np.ascontiguousarray(prob.y0, dtype=np.float64), float(t0), float(t1), t_eval,
+                        rtol, atol, h0, float(o["h_min"]), float(o["h_max"]), int(o["max_steps"]), float(o["safety"]),
+                        float(o["fac_min"]), float(o["fac_max"]), ft_fd, int(band[0]), int(band[1]), reuse, hold, Y,
+                        counts, info)
         st = prob.stats
         st.n_steps, st.n_accepted, st.n_rejected, st.nfev, st.njev, st.nlu = (int(v) for v in counts[:6])
         self.not_reported = ("t_rhs", "t_jac")  # the field is called inside the compiled loop
