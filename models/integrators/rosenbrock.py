@@ -319,7 +319,8 @@ class ROS2Adaptive(_ROS2Core):
         if o["loop"] == "compiled":
             return self._solve_compiled(prob, t_eval, t_out, y_out)
         if self._reuse()[0] > 0:
-            raise ValueError("reuse_steps > 0 (the W-method variant) runs in the compiled loop only: set loop='compiled'")
+            raise ValueError("reuse_steps > 0 (the W-method variant) runs in the compiled loop only: "
+                             "set loop='compiled'")
         self.not_reported = type(self).not_reported
         stats = prob.stats
         rtol, atol = self._tolerances(prob)
