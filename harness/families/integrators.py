@@ -339,6 +339,7 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     loop = params.get("ros2_loop", "python")
     if loop not in ("python", "compiled"):
         raise HarnessInputError(f"case.params.ros2_loop: must be python or compiled, got {loop!r}")
+    ros2_variants = _ros2_variants(params)  # checked before anything runs
     prepare = _on_compiled_field if loop == "compiled" else (lambda tp: tp)
     metrics: Dict[str, float] = {"ros2_loop_compiled": 1.0 if loop == "compiled" else 0.0}
     rows: List[Dict[str, Any]] = []
@@ -424,7 +425,8 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
                                                   lambda name, **kw: get(name)(**kw), scd_end,
                                                   ros2_options={"loop": loop},
                                                   min_total_s=float(params.get("wp_min_total_s", 0.0)),
-                                                  max_repeats=int(params.get("wp_max_repeats", repeats)))
+                                                  max_repeats=int(params.get("wp_max_repeats", repeats)),
+                                                  ros2_variants=ros2_variants)
         metrics.update(wp)
         for level in WP.SCD_LEVELS[:2]:  # the regime where a one-step method should win (small problems)
             r = [v for k, v in wp.items() if k.startswith(f"ratio_ros2_to_cvode_scd{level:g}_")
@@ -436,6 +438,26 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     metrics["threads"] = 1.0  # every solver on one thread (BLAS of these sizes included)
     ctx.write_json("bench.json", rows)
     return CaseResult(metrics=metrics, info={"problems": problems, "rtols": rtols, "repeats": repeats})
+
+
+def _ros2_variants(params: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """case.params.wp_ros2_variants: label -> further ros2_adaptive options (a curve each)."""
+    variants = params.get("wp_ros2_variants") or {}
+    if not isinstance(variants, dict) or not all(isinstance(v, dict) for v in variants.values()):
+        raise HarnessInputError("case.params.wp_ros2_variants: must map a label to a mapping of ros2_adaptive options")
+    bad = [k for k in variants if k in ("ros2", "cvode") or not str(k).isidentifier() or "_" in str(k)]
+    if bad:
+        raise HarnessInputError(f"case.params.wp_ros2_variants: label {bad[0]!r} must be a word without '_', "
+                                "other than ros2 and cvode")
+    from models.integrators import get
+
+    known = get("ros2_adaptive").defaults
+    for label, opts in variants.items():
+        unknown = sorted(set(opts) - set(known))
+        if unknown:
+            raise HarnessInputError(f"case.params.wp_ros2_variants.{label}: unknown ros2_adaptive option(s) "
+                                    f"{', '.join(unknown)}")
+    return {str(k): dict(v) for k, v in variants.items()}
 
 
 # -- study aggregation ----------------------------------------------------------------------------

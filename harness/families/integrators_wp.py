@@ -51,10 +51,12 @@ def _best(solve: Callable[[], Any], repeats: int, min_total_s: float = 0.0, max_
 
 def versus_cvode(problems: Sequence[str], rtols: Sequence[float], repeats: int, get_problem, get_integrator,
                  scd_of, ros2_options: Dict[str, Any] | None = None, min_total_s: float = 0.0,
-                 max_repeats: int = 0) -> tuple:
+                 max_repeats: int = 0, ros2_variants: Dict[str, Dict[str, Any]] | None = None) -> tuple:
     """(metrics, rows, curves): the work-precision comparison described in the module docstring;
     ``ros2_options`` go to every ros2_adaptive (e.g. ``{"loop": "compiled"}``); every point is the
-    best of ``repeats`` timings, or of more (up to ``max_repeats``) until ``min_total_s`` ran."""
+    best of ``repeats`` timings, or of more (up to ``max_repeats``) until ``min_total_s`` ran.
+    ``ros2_variants`` (label -> further ros2_adaptive options, e.g. ``{"ros2w": {"reuse_steps":
+    20}}``) adds a curve per label and ``ratio_<label>_to_cvode_scd<k>_<problem>``."""
     metrics: Dict[str, float] = {}
     rows: List[Dict[str, Any]] = []
     curves: Dict[str, Dict[str, tuple]] = {}
@@ -62,30 +64,37 @@ def versus_cvode(problems: Sequence[str], rtols: Sequence[float], repeats: int, 
         tp = get_problem(pname)
         ratio_atol = tp.atol / tp.rtol
         curves[pname] = {}
-        for method in ("ros2_adaptive", "cvode_bdf"):
+        curve_options = {"ros2_adaptive": ("ros2_adaptive", {}), "cvode_bdf": ("cvode_bdf", {}),
+                         **{label: ("ros2_adaptive", dict(o)) for label, o in (ros2_variants or {}).items()}}
+        for label, (method, extra) in curve_options.items():
             scds, walls = [], []
             for rtol in rtols:
                 opts: Dict[str, Any] = {"rtol": float(rtol), "atol": float(rtol) * ratio_atol}
                 if method == "cvode_bdf":
                     opts.update(max_num_steps=100000, output_mode="interpolate")
                 else:
-                    opts.update(ros2_options or {})
+                    opts.update(ros2_options or {}, **extra)
                 integ = get_integrator(method, **opts)
                 wall, sol = _best(lambda: integ.solve(tp.problem, tp.t_eval), repeats, min_total_s, max_repeats)
                 scd = scd_of(sol, tp) if sol.success else math.nan
                 wall = wall if sol.success else math.nan
                 scds.append(scd)
                 walls.append(wall)
-                rows.append({"problem": pname, "method": method, "rtol": float(rtol), "scd": scd, "wall": wall,
-                             "nfev": sol.stats.nfev, "njev": sol.stats.njev, "n": tp.problem.n})
-            curves[pname][method] = (scds, walls)
+                rows.append({"problem": pname, "method": label, "rtol": float(rtol), "scd": scd, "wall": wall,
+                             "n_steps": sol.stats.n_steps, "nfev": sol.stats.nfev, "njev": sol.stats.njev,
+                             "nlu": sol.stats.nlu, "n": tp.problem.n})
+            curves[pname][label] = (scds, walls)
         for level in SCD_LEVELS:
-            w_r = at_scd(*curves[pname]["ros2_adaptive"], level)
-            w_c = at_scd(*curves[pname]["cvode_bdf"], level)
             tag = f"scd{level:g}_{pname}"
-            metrics[f"wall_ros2_{tag}"] = w_r
+            w_c = at_scd(*curves[pname]["cvode_bdf"], level)
             metrics[f"wall_cvode_{tag}"] = w_c
-            metrics[f"ratio_ros2_to_cvode_{tag}"] = w_r / w_c if w_c > 0 else math.nan
+            for label in curve_options:
+                if label == "cvode_bdf":
+                    continue
+                name = "ros2" if label == "ros2_adaptive" else label
+                w_r = at_scd(*curves[pname][label], level)
+                metrics[f"wall_{name}_{tag}"] = w_r
+                metrics[f"ratio_{name}_to_cvode_{tag}"] = w_r / w_c if w_c > 0 else math.nan
         metrics[f"n_states_{pname}"] = float(tp.problem.n)
     return metrics, rows, curves
 

@@ -66,11 +66,8 @@ def _lu_solve_inplace(LU, piv, b):
 
 
 @njit(cache=True)
-def stage1(J, gamma_h, h, f0, c, has_c, LU, piv):
-    """Factor M = I − γhJ into LU (in place) and solve M u1 = h f0 (+ c).
-
-    Returns (u1, min |pivot|, max |pivot|). c = γh² f_t when has_c.
-    """
+def factor(J, gamma_h, LU, piv):
+    """Factor M = I − γhJ into LU (in place, partial pivoting). Returns (min |pivot|, max |pivot|)."""
     n = J.shape[0]
     for i in range(n):
         for j in range(n):
@@ -85,6 +82,17 @@ def stage1(J, gamma_h, h, f0, c, has_c, LU, piv):
             dmin = d
         if d > dmax:
             dmax = d
+    return dmin, dmax
+
+
+@njit(cache=True)
+def stage1(J, gamma_h, h, f0, c, has_c, LU, piv):
+    """Factor M = I − γhJ into LU (in place) and solve M u1 = h f0 (+ c).
+
+    Returns (u1, min |pivot|, max |pivot|). c = γh² f_t when has_c.
+    """
+    n = J.shape[0]
+    dmin, dmax = factor(J, gamma_h, LU, piv)
     u1 = np.empty(n)
     if dmin == 0.0:
         u1[:] = 0.0

@@ -28,8 +28,14 @@ is only right for autonomous fields and exists to show the order loss).
   problem's compiled in-place field (``ODEProblem.inplace``, :mod:`models.integrators._ros2_loop`;
   compiled once per field and process, so meant for long or repeated solves). A larger
   problem that declares a banded Jacobian (``ODEProblem.jac_band = (lower, upper)``) is
-  factorised banded (LAPACK gbtrf/gbtrs on the bands of M, O(n b^2) instead of O(n^3)); the
+  factorised banded (LAPACK gbtrf/gbtrs on the bands of M, O(n b^2) instead of O(n^3); in the
+  compiled loop without row interchanges where partial pivoting would make none); the
   kernel ``lapack`` keeps it dense.
+* W-method variant (compiled loop only, off by default): ROS2 is of order 2 for any matrix in
+  place of J (the terms in it cancel to order h^2), so ``reuse_steps = N > 0`` keeps J and the
+  LU of M for up to N steps while the step size is held: an accepted step whose controller
+  proposes a growth between 1 and ``hold_growth`` (default 1.5) keeps h; any other step size
+  gets a Jacobian at the current point and a new LU.
 """
 from __future__ import annotations
 
@@ -232,6 +238,8 @@ class ROS2Adaptive(_ROS2Core):
         "time_derivative": "auto",
         "kernel": "auto",
         "loop": "python",
+        "reuse_steps": 0,
+        "hold_growth": 1.5,
     }
 
     def _small_kernel(self, n: int):
@@ -294,12 +302,25 @@ class ROS2Adaptive(_ROS2Core):
             h1 = (0.01 / max(d1, d2)) ** (1.0 / 3.0)
         return min(100.0 * h0, h1, span)
 
+    def _reuse(self) -> tuple:
+        """(reuse_steps, hold_growth), checked: the W-method variant (module docstring)."""
+        o = self.options
+        reuse, hold = o["reuse_steps"], o["hold_growth"]
+        if isinstance(reuse, bool) or not isinstance(reuse, (int, np.integer)) or reuse < 0:
+            raise ValueError(f"reuse_steps: must be an integer >= 0, got {reuse!r}")
+        if not (isinstance(hold, (int, float)) and math.isfinite(hold) and hold >= 1.0):
+            raise ValueError(f"hold_growth: must be a finite number >= 1, got {hold!r}")
+        return int(reuse), float(hold)
+
     def _solve_ode(self, prob: _Counted, t_eval: Array, t_out: list, y_out: list) -> None:
         o = self.options
         if o["loop"] not in ("python", "compiled"):
             raise ValueError(f"loop: must be python|compiled, got {o['loop']!r}")
         if o["loop"] == "compiled":
             return self._solve_compiled(prob, t_eval, t_out, y_out)
+        if self._reuse()[0] > 0:
+            raise ValueError("reuse_steps > 0 (the W-method variant) runs in the compiled loop only: "
+                             "set loop='compiled'")
         self.not_reported = type(self).not_reported
         stats = prob.stats
         rtol, atol = self._tolerances(prob)
@@ -399,16 +420,18 @@ class ROS2Adaptive(_ROS2Core):
         rtol, atol = self._tolerances(prob)
         band = prob.jac_band if (o["kernel"] == "auto" and prob.jac_band is not None
                                  and sum(prob.jac_band) + 1 < prob.n) else (-1, -1)
+        reuse, hold = self._reuse()
         t_eval = np.ascontiguousarray(t_eval, dtype=np.float64)
         Y = np.zeros((t_eval.size, prob.n))
         counts = np.zeros(7, dtype=np.int64)
         info = np.zeros(3)
         h0 = -1.0 if o["h0"] is None else float(o["h0"])
         t0, t1 = prob.t_span
-        status = _ros2_loop.run(fast.rhs, fast.jac, fast.data, np.ascontiguousarray(prob.y0, dtype=np.float64),
-                                float(t0), float(t1), t_eval, rtol, atol, h0, float(o["h_min"]), float(o["h_max"]),
-                                int(o["max_steps"]), float(o["safety"]), float(o["fac_min"]), float(o["fac_max"]),
-                                ft_fd, int(band[0]), int(band[1]), Y, counts, info)
+        runner = _ros2_loop.bound(fast.rhs, fast.jac)
+        status = runner(fast.data, np.ascontiguousarray(prob.y0, dtype=np.float64), float(t0), float(t1), t_eval,
+                        rtol, atol, h0, float(o["h_min"]), float(o["h_max"]), int(o["max_steps"]), float(o["safety"]),
+                        float(o["fac_min"]), float(o["fac_max"]), ft_fd, int(band[0]), int(band[1]), reuse, hold, Y,
+                        counts, info)
         st = prob.stats
         st.n_steps, st.n_accepted, st.n_rejected, st.nfev, st.njev, st.nlu = (int(v) for v in counts[:6])
         self.not_reported = ("t_rhs", "t_jac")  # the field is called inside the compiled loop

@@ -54,6 +54,15 @@ def test_int_bad_integrator_option_is_rejected(harness_env):
     assert out.status == "invalid" and "safety" in (out.message or "")
 
 
+def test_int_bench_bad_ros2_variant_is_rejected_before_running(harness_env):
+    out = run_case("bench/integrators_ros2", overrides=["+case.params.wp_ros2_variants.ros2w.reuse_step=5"],
+                   tracking_uri=None)
+    assert out.status == "invalid" and out.exit_code == 2
+    assert "case.params.wp_ros2_variants.ros2w" in out.message and "reuse_step" in out.message
+    out = run_case("bench/integrators_ros2", overrides=["+case.params.wp_ros2_variants.ros2_w={}"], tracking_uri=None)
+    assert out.status == "invalid" and "'ros2_w'" in out.message
+
+
 def _multirun(args, outputs):
     env = dict(os.environ, HARNESS_OUTPUTS=str(outputs))
     return subprocess.run([sys.executable, "-m", "harness", "-m", *args], cwd=ROOT, env=env,
@@ -145,6 +154,9 @@ def test_int_bench_case(harness_env, tracking_uri):
             assert r == pytest.approx(m[f"wall_ros2_scd{level}_{p}"] / m[f"wall_cvode_scd{level}_{p}"])
             assert r > 0
     assert m["n_states_bruss1d"] == 100 and m["n_cores"] >= 1
+    # the W-method variant's curve (case.params.wp_ros2_variants.ros2w) and its ratios
+    r = m["ratio_ros2w_to_cvode_scd2_bruss1d"]
+    assert r == pytest.approx(m["wall_ros2w_scd2_bruss1d"] / m["wall_cvode_scd2_bruss1d"]) and r > 0
     assert (out.run_dir / "work_precision_vs_cvode.png").stat().st_size > 1000
     assert "ratio_ros2_to_radau_equal_scd_hires_1e-3" in m  # NaN when ROS2 does not reach Radau's scd
     # the sensitivity Jacobian of the wrapped residual gives the same trajectory as the analytic one

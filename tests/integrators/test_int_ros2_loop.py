@@ -5,6 +5,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from numba import njit
 
 from models.integrators import ODEProblem, get, get_problem
 
@@ -55,3 +56,47 @@ def test_compiled_loop_needs_a_compiled_field():
         get("ros2_adaptive")(loop="compiled").solve(prob, [0.0, 1.0])
     with pytest.raises(ValueError, match="loop"):
         get("ros2_adaptive")(loop="fortran").solve(prob, [0.0, 1.0])
+
+
+@njit(cache=True)
+def _decay_rhs(t, y, out, data):
+    """y' = -y, tridiagonal-coupled; data[0][0] = 1: f non-finite after t = 0.5."""
+    n = y.shape[0]
+    for i in range(n):
+        out[i] = -2.0 * y[i] + (y[i - 1] if i > 0 else 0.0) * 0.5
+    if data[0][0] == 1.0 and t > 0.5:
+        out[2] = np.nan
+
+
+@njit(cache=True)
+def _decay_jac(t, y, fy, out, data):
+    """data[0][0] = 2: J non-finite after t = 0.5."""
+    n = y.shape[0]
+    for i in range(n):
+        out[i, i] = -2.0
+        if i > 0:
+            out[i, i - 1] = 0.5
+    if data[0][0] == 2.0 and t > 0.5:
+        out[3, 3] = np.inf
+
+
+@pytest.mark.parametrize("kernel", ["auto", "lapack"])  # banded (band (1, 1) of 6 states) / dense
+@pytest.mark.parametrize("mode, reason", [(1.0, "field:"), (2.0, "jacobian:")])
+def test_a_field_or_jacobian_going_non_finite_mid_run_names_the_culprit(kernel, mode, reason):
+    """The compiled loop checks f and J where a failure shows (LU, error estimate): the reason
+    is still the field's or the Jacobian's, at the step where it happened."""
+    from models.integrators.base import InPlaceField
+
+    fast = InPlaceField(_decay_rhs, _decay_jac, (np.array([mode]),))
+    rhs, jac = fast.python_callables(6)
+    prob = ODEProblem(rhs, np.ones(6), (0.0, 1.0), jac=jac, autonomous=True, jac_band=(1, 1), inplace=fast)
+    for reuse in (0, 10):  # also with J and the LU held over steps (W-method variant)
+        sol = get("ros2_adaptive")(rtol=1e-4, atol=1e-6, kernel=kernel, loop="compiled",
+                                   reuse_steps=reuse).solve(prob, [0.0, 0.25, 1.0])
+        assert not sol.success and sol.failure_reason.startswith(reason), sol.failure_reason
+        t_fail = float(sol.failure_reason.split("t=")[1].split(",")[0])
+        assert 0.5 < t_fail < 0.6 if mode == 2.0 else 0.5 <= t_fail < 0.6
+        assert sol.t.size == 2  # the output at 0.25 was written
+    ok = get("ros2_adaptive")(rtol=1e-4, atol=1e-6, kernel=kernel, loop="compiled").solve(
+        dataclasses.replace(prob, inplace=InPlaceField(_decay_rhs, _decay_jac, (np.array([0.0]),))), [0.0, 1.0])
+    assert ok.success
