@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
 from omegaconf import OmegaConf
 
@@ -125,6 +125,18 @@ def _artifacts_dir(job_dir: Path) -> Path:
     return art
 
 
+def machine_busy_cpu_s() -> Optional[float]:
+    """CPU time every core of this machine has spent busy since boot [s] (Linux /proc/stat:
+    user, nice, system, irq, softirq, steal; not idle or I/O wait); None elsewhere."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return None
+    ticks = [int(v) for v in fields]
+    busy = ticks[0] + ticks[1] + ticks[2] + sum(ticks[5:8])
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
 class _Writers:
     """``n`` writer processes that log to the stores phase by phase, started together each time."""
 
@@ -145,12 +157,16 @@ class _Writers:
             raise RuntimeError(f"bench writer: expected {what!r}, got {line[:200]!r}: {proc.stderr.read()[-2000:]}")
         return line[len(what):].strip()
 
-    def phase(self) -> List[Dict[str, Any]]:
-        """Start every writer on its next store at once; their timings when all are done."""
+    def phase(self) -> Tuple[List[Dict[str, Any]], Optional[float]]:
+        """Start every writer on its next store at once; their timings when all are done, and the
+        CPU time the whole machine spent meanwhile [s] (None where /proc/stat is not there)."""
+        cpu0 = machine_busy_cpu_s()
         for proc in self.procs:
             proc.stdin.write("go\n")
             proc.stdin.flush()
-        return [json.loads(self._expect(proc, "done")) for proc in self.procs]
+        done = [json.loads(self._expect(proc, "done")) for proc in self.procs]
+        cpu1 = machine_busy_cpu_s()
+        return done, (None if cpu0 is None or cpu1 is None else cpu1 - cpu0)
 
     def close(self) -> None:
         for proc in self.procs:
@@ -159,8 +175,10 @@ class _Writers:
             proc.wait()
 
 
-def _summary(uri: str, exp_id: str, results: List[Dict[str, Any]]) -> Dict[str, Any]:
+def _summary(uri: str, exp_id: str, phase: Tuple[List[Dict[str, Any]], Optional[float]]) -> Dict[str, Any]:
     from harness import tracking
+
+    results, machine_cpu_s = phase
 
     start = min(r["start"] for r in results)
     end = max(r["end"] for r in results)
@@ -174,6 +192,9 @@ def _summary(uri: str, exp_id: str, results: List[Dict[str, Any]]) -> Dict[str, 
         found += len(c.search_runs([exp_id], filter_string=f"tags.`bench.uid` = '{uid}'", max_results=5))
     return {"uri": uri, "wall_s": end - start, "runs": n_runs, "runs_per_s": n_runs / (end - start),
             "harness_median_s": statistics.median(harness_s), "raw_median_s": statistics.median(raw_s),
+            "machine_cpu_s": machine_cpu_s,
+            "machine_cpu_s_per_run": None if machine_cpu_s is None else machine_cpu_s / n_runs,
+            "cpu_busy_share": None if machine_cpu_s is None else machine_cpu_s / ((end - start) * (os.cpu_count() or 1)),
             "runs_found": found, "runs_expected": len(uids), "writers": results}
 
 
@@ -227,6 +248,10 @@ def _bench(p: Dict[str, Any], ctx: RunContext) -> CaseResult:
                "harness_to_raw_sqlite": median_over("sqlite", "harness_s") / median_over("sqlite", "raw_s"),
                "server_wall_s": srv["wall_s"], "sqlite_wall_s": sqlite["wall_s"],
                "runs_missing_or_duplicated": float(missing), "warmup": 1.0, "repeats": float(repeats)}
+    for name, best_round in best.items():  # what a run cost the whole machine (writers, server, database)
+        if best_round["machine_cpu_s_per_run"] is not None:
+            metrics[f"{name}_machine_cpu_ms_per_run"] = 1000.0 * best_round["machine_cpu_s_per_run"]
+            metrics[f"{name}_cpu_busy_share"] = best_round["cpu_busy_share"]
     log.info("server %.3g runs/s, sqlite %.3g runs/s, harness/raw %.3g", srv["runs_per_s"], sqlite["runs_per_s"],
              metrics["harness_to_raw_server"])
     return CaseResult(metrics=metrics, info={"writers": p["writers"], "runs_per_writer": p["runs_per_writer"],

@@ -51,6 +51,10 @@ def test_tracking_server_benchmark_logs_what_it_measured(team_stack, tmp_path, t
     assert m["harness_to_raw_server"] == pytest.approx(statistics.median(harness_s) / statistics.median(raw_s),
                                                        rel=1e-12)
     assert m["runs_missing_or_duplicated"] == 0.0
+    for store in ("sqlite", "server"):  # the machine's CPU time per run over the store's best round
+        b = bench[store]
+        assert b["machine_cpu_s"] > 0 and 0 < b["cpu_busy_share"] <= 1.05
+        assert m[f"{store}_machine_cpu_ms_per_run"] == pytest.approx(1000 * b["machine_cpu_s"] / b["runs"], rel=1e-12)
     assert gates["server_to_sqlite"]["band"]["pass_min"] == 0.5
     assert gates["harness_to_raw_server"]["band"]["pass_max"] == 1.2
     tm.write_artifact("team_bench_tracking_server.json", {"metrics": m, "verdicts": {k: g["verdict"] for k, g in
