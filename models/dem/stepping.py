@@ -1,0 +1,52 @@
+"""Velocity Verlet with its array updates compiled and threaded, for a DEMSystem on the parallel path.
+
+:class:`models.integrators.verlet.VelocityVerlet` does its updates in numpy on one core (about
+4 ms of a 20 ms step at 100,000 spheres); this stepper does the same floating-point operations
+in numba prange loops (:func:`models.dem.parallel.drift`, :func:`models.dem.parallel.kick`) on
+the system's ``threads``, so its trajectory equals the numpy stepper's with the same forces.
+Same contract: ``start(t0, q0, u0)`` then ``step(state)``; ``accel`` is called once per step at
+the new time (the contact history advances inside it).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from models.integrators.verlet import VerletState
+
+
+class CompiledVelocityVerlet:
+    """``x1 = x + v h + a h^2/2``, forces at (x1, v + a h), ``v1 = v + (a + a1) h/2``; h = system.dt (s)."""
+
+    name = "velocity_verlet"
+
+    def __init__(self, system) -> None:
+        if system.backend != "parallel":
+            raise ValueError(f"CompiledVelocityVerlet: needs a DEMSystem on the parallel backend, got {system.backend!r}")
+        self.system = system
+        self.dt = system.dt
+        self.n_accel = 0
+
+    def start(self, t0: float, q0, u0) -> VerletState:
+        q = np.array(q0, dtype=np.float64)
+        u = np.array(u0, dtype=np.float64)
+        self.n_accel += 1
+        return VerletState(float(t0), q, u, self.system.accel(float(t0), q, u))
+
+    def step(self, s: VerletState) -> VerletState:
+        from models.dem.parallel import drift, kick, use_threads
+
+        h = self.dt
+        use_threads(self.system.threads)
+        x1, vp = drift(s.x, s.v, s.a, h)
+        t1 = s.t + h
+        a1 = self.system.accel(t1, x1, vp)
+        self.n_accel += 1
+        v1 = kick(s.v, s.a, a1, h)
+        return VerletState(t1, x1, v1, a1, s.step + 1)
+
+    def run(self, t0: float, q0, u0, n_steps: int) -> VerletState:
+        """Start and take ``n_steps`` steps."""
+        s = self.start(t0, q0, u0)
+        for _ in range(int(n_steps)):
+            s = self.step(s)
+        return s
