@@ -235,19 +235,74 @@ def gather(ptr, inc, f, c, mr, radius, torque, rolling, F, T):  # pragma: no cov
         T[k, 2] = tz
 
 
+@njit(cache=True, parallel=True)
+def gather_accel(ptr, inc, f, c, mr, radius, torque, rolling, mass, inertia, g, planar, out):  # pragma: no cover
+    """:func:`gather` and :func:`accelerations` in one pass (no walls): out (2N, 3) = [F/m + g; T/I]."""
+    N = ptr.size - 1
+    for k in prange(N):
+        fx = 0.0
+        fy = 0.0
+        fz = 0.0
+        tx = 0.0
+        ty = 0.0
+        tz = 0.0
+        Rk = radius[k]
+        for q in range(ptr[k], ptr[k + 1]):
+            e = inc[q]
+            if e >= 0:
+                fx += f[e, 0]
+                fy += f[e, 1]
+                fz += f[e, 2]
+                if torque:
+                    if rolling:
+                        tx += Rk * c[e, 0] + mr[e, 0]
+                        ty += Rk * c[e, 1] + mr[e, 1]
+                        tz += Rk * c[e, 2] + mr[e, 2]
+                    else:
+                        tx += Rk * c[e, 0] + 0.0
+                        ty += Rk * c[e, 1] + 0.0
+                        tz += Rk * c[e, 2] + 0.0
+            else:
+                p = -e - 1
+                fx -= f[p, 0]
+                fy -= f[p, 1]
+                fz -= f[p, 2]
+                if torque:
+                    if rolling:
+                        tx += Rk * c[p, 0] - mr[p, 0]
+                        ty += Rk * c[p, 1] - mr[p, 1]
+                        tz += Rk * c[p, 2] - mr[p, 2]
+                    else:
+                        tx += Rk * c[p, 0] - 0.0
+                        ty += Rk * c[p, 1] - 0.0
+                        tz += Rk * c[p, 2] - 0.0
+        m = mass[k]
+        I = inertia[k]
+        out[k, 0] = fx / m + g[0]
+        out[k, 1] = fy / m + g[1]
+        out[k, 2] = fz / m + g[2]
+        out[N + k, 0] = tx / I
+        out[N + k, 1] = ty / I
+        out[N + k, 2] = tz / I
+        if planar:
+            out[k, 2] = 0.0
+            out[N + k, 0] = 0.0
+            out[N + k, 1] = 0.0
+
+
 @njit(cache=True)
-def incidence(pairs, N):  # pragma: no cover - compiled (once per neighbour-list build)
-    """CSR particle -> pair incidence: ``ptr`` (N + 1), ``inc`` (2P): p on i's row, -p - 1 on j's row,
-    rows in increasing p."""
+def incidence(pairs, ptr, inc):  # pragma: no cover - compiled (once per neighbour-list build)
+    """CSR particle -> pair incidence into ``ptr`` (N + 1) and ``inc`` (2P): p on i's row, -p - 1 on
+    j's row, rows in increasing p."""
     P = pairs.shape[0]
-    ptr = np.zeros(N + 1, np.int64)
+    N = ptr.size - 1
+    ptr[:] = 0
     for p in range(P):
         ptr[pairs[p, 0] + 1] += 1
         ptr[pairs[p, 1] + 1] += 1
     for k in range(N):
         ptr[k + 1] += ptr[k]
     fill = ptr[:-1].copy()
-    inc = np.empty(2 * P, np.int64)
     for p in range(P):
         i = pairs[p, 0]
         j = pairs[p, 1]
@@ -255,15 +310,14 @@ def incidence(pairs, N):  # pragma: no cover - compiled (once per neighbour-list
         fill[i] += 1
         inc[fill[j]] = -p - 1
         fill[j] += 1
-    return ptr, inc
 
 
 @njit(cache=True)
-def carry_history(old_pairs, old_on, old_xi, new_pairs, N):  # pragma: no cover - compiled (once per build)
-    """Tangential springs of the new candidate pairs: the old spring of a pair in contact, else 0.
+def carry_history(old_pairs, old_on, old_xi, new_pairs, N, xi):  # pragma: no cover - compiled (once per build)
+    """Tangential springs ``xi`` of the new candidate pairs: the old spring of a pair in contact, else 0.
     Both pair lists sorted by key i N + j (merge)."""
     P = new_pairs.shape[0]
-    xi = np.zeros((P, 3))
+    xi[:] = 0.0
     Q = old_pairs.shape[0]
     q = 0
     for p in range(P):
@@ -274,14 +328,13 @@ def carry_history(old_pairs, old_on, old_xi, new_pairs, N):  # pragma: no cover 
             xi[p, 0] = old_xi[q, 0]
             xi[p, 1] = old_xi[q, 1]
             xi[p, 2] = old_xi[q, 2]
-    return xi
 
 
 @njit(cache=True)
-def history_from_list(keys, hxi, pairs, N):  # pragma: no cover - compiled
-    """Per-pair springs from a compact history (sorted keys, springs), e.g. the serial kernel's."""
+def history_from_list(keys, hxi, pairs, N, xi):  # pragma: no cover - compiled
+    """Per-pair springs ``xi`` from a compact history (sorted keys, springs), e.g. the serial kernel's."""
     P = pairs.shape[0]
-    xi = np.zeros((P, 3))
+    xi[:] = 0.0
     H = keys.shape[0]
     h = 0
     for p in range(P):
@@ -292,7 +345,6 @@ def history_from_list(keys, hxi, pairs, N):  # pragma: no cover - compiled
             xi[p, 0] = hxi[h, 0]
             xi[p, 1] = hxi[h, 1]
             xi[p, 2] = hxi[h, 2]
-    return xi
 
 
 @njit(cache=True, parallel=True)
@@ -329,26 +381,21 @@ def accelerations(F, T, mass, inertia, g, planar, out):  # pragma: no cover - co
 
 
 @njit(cache=True, parallel=True)
-def drift(x, v, a, h):  # pragma: no cover - compiled
-    """Velocity Verlet first half: ``x + v h + a h^2 / 2`` and the predictor ``v + a h`` (the
+def drift(x, v, a, h, x1, vp):  # pragma: no cover - compiled
+    """Velocity Verlet first half: ``x1 = x + v h + a h^2 / 2`` and the predictor ``vp = v + a h`` (the
     operations of models.integrators.verlet.VelocityVerlet, in the same order)."""
-    x1 = np.empty_like(x)
-    vp = np.empty_like(v)
     for k in prange(x.shape[0]):
         for d in range(x.shape[1]):
             x1[k, d] = x[k, d] + v[k, d] * h + 0.5 * a[k, d] * h * h
             vp[k, d] = v[k, d] + a[k, d] * h
-    return x1, vp
 
 
 @njit(cache=True, parallel=True)
-def kick(v, a, a1, h):  # pragma: no cover - compiled
-    """Velocity Verlet second half: ``v + (a + a1) h / 2``."""
-    v1 = np.empty_like(v)
+def kick(v, a, a1, h, v1):  # pragma: no cover - compiled
+    """Velocity Verlet second half: ``v1 = v + (a + a1) h / 2``."""
     for k in prange(v.shape[0]):
         for d in range(v.shape[1]):
             v1[k, d] = v[k, d] + 0.5 * (a[k, d] + a1[k, d]) * h
-    return v1
 
 
 def use_threads(n: int) -> None:
@@ -375,7 +422,9 @@ class PairSlots:
         P = pairs.shape[0]
         self.pairs = np.ascontiguousarray(pairs, dtype=np.int64)
         self.n_builds = n_builds
-        self.ptr, self.inc = incidence(self.pairs, N)
+        self.ptr = np.empty(N + 1, np.int64)
+        self.inc = np.empty(2 * P, np.int64)
+        incidence(self.pairs, self.ptr, self.inc)
         self.bounds = block_bounds(P, max(1, min(N_BLOCKS, P)))
         self.xi = xi
         self.f = np.empty((P, 3))
@@ -393,9 +442,10 @@ class PairSlots:
         """Slots for a new pair list; springs carried over from ``old`` slots, or from the compact
         history ``hist`` = (sorted keys, springs) when there are none."""
         pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
+        xi = np.empty((pairs.shape[0], 3))  # numpy allocations throughout: tracemalloc sees them
         if old is not None:
-            xi = carry_history(old.pairs, old.on, old.xi, pairs, N)
+            carry_history(old.pairs, old.on, old.xi, pairs, N, xi)
         else:
-            xi = history_from_list(np.ascontiguousarray(hist[0], dtype=np.int64), np.ascontiguousarray(hist[1]),
-                                   pairs, N)
+            history_from_list(np.ascontiguousarray(hist[0], dtype=np.int64), np.ascontiguousarray(hist[1]),
+                              pairs, N, xi)
         return cls(pairs, N, n_builds, xi, rolling)

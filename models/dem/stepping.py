@@ -37,11 +37,14 @@ class CompiledVelocityVerlet:
 
         h = self.dt
         use_threads(self.system.threads)
-        x1, vp = drift(s.x, s.v, s.a, h)
+        x1 = np.empty_like(s.x)
+        vp = np.empty_like(s.v)
+        drift(s.x, s.v, s.a, h, x1, vp)
         t1 = s.t + h
         a1 = self.system.accel(t1, x1, vp)
         self.n_accel += 1
-        v1 = kick(s.v, s.a, a1, h)
+        v1 = vp  # the predictor is not needed after accel: its buffer takes the new velocity
+        kick(s.v, s.a, a1, h, v1)
         return VerletState(t1, x1, v1, a1, s.step + 1)
 
     def run(self, t0: float, q0, u0, n_steps: int) -> VerletState:

@@ -307,11 +307,16 @@ class DEMSystem:
         st.stale = True
         if not law.is_elastic or tang:
             self.dissipated += float(np.sum(st.diss_b))
+        out = np.empty((2 * N, 3))
+        torque, rolling = tang > 0 or mu_r > 0.0, mu_r > 0.0
+        if not self.walls:  # forces straight into accelerations
+            K.gather_accel(st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, self.mass, self.inertia,
+                           self.g, self.dim == 2, out)
+            return out
         F = np.empty((N, 3))
         T = np.empty((N, 3))
-        K.gather(st.ptr, st.inc, st.f, st.c, st.mr, self.radius, tang > 0 or mu_r > 0.0, mu_r > 0.0, F, T)
+        K.gather(st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, F, T)
         self._wall_forces(x, v, w, F, T)
-        out = np.empty((2 * N, 3))
         K.accelerations(F, T, self.mass, self.inertia, self.g, self.dim == 2, out)
         return out
 
