@@ -73,6 +73,8 @@ def test_bench_reports_ratio(harness_env):
     assert 100.0 < m["lammps_peak_mem_bytes_per_sphere_1000"] and 100.0 < m["ours_peak_mem_bytes_per_sphere_1000"]
     assert (out.run_dir / "cost_vs_spheres.png").stat().st_size > 1000
     assert m["ratio_to_lammps_min"] == m["ratio_to_lammps_1000"]  # one core only; two cores apart
+    assert m["ours_serial_kernel_particle_steps_per_s_1000"] > 0  # the serial kernel, recorded beside
+    assert m["load_avg_1min_start"] >= 0 and m["load_avg_1min_end"] >= 0
 
 
 def _dense_run(backend, threads, law, steps=40, compiled=False, walls=()):
