@@ -30,7 +30,15 @@ import math
 
 import numpy as np
 
-from models.dem.kernels import njit, prange
+from models.dem.kernels import HAVE_NUMBA, njit, prange
+
+if HAVE_NUMBA:
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+else:  # pragma: no cover - the parallel backend is refused without numba
+    def intrinsic(f):
+        return f
 
 N_BLOCKS = 64  # pair blocks of the parallel passes (fixed: results independent of the thread count)
 
@@ -44,250 +52,270 @@ def block_bounds(P, C):  # pragma: no cover - compiled
     return b
 
 
+@intrinsic
+def _fetch_add(typingctx, counter, value):
+    """Atomic ``counter[0] += value`` returning the old value (int64 array): hands out blocks of work
+    to whichever thread asks first."""
+    if not (isinstance(counter, types.Array) and counter.dtype == types.int64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        arr, val = args
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, arr)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [context.get_constant(types.intp, 0)])
+        return builder.atomic_rmw("add", ptr, val, "monotonic")
+
+    return types.int64(counter, types.int64), codegen
+
+
 @njit(cache=True, parallel=True, error_model="numpy")
 def pair_slots(x, v, w, radius, mass, pairs, bounds, dt, hertz, hm_c, k_n, eta, zeta, attractive, tang, kt_ratio,
-               mu, mu_r, Estar, Gstar, xi, f, c, mr, delta_o, fn_o, fraw_o, on, diss_b):  # pragma: no cover
+               mu, mu_r, Estar, Gstar, xi, f, c, mr, delta_o, fn_o, fraw_o, on, diss_b, counter,
+               n_workers):  # pragma: no cover - compiled
     """Per-pair contributions of the candidate ``pairs`` (same arithmetic as the serial kernel).
 
     Writes, for each pair p: ``f[p]`` force on i (N; -f on j), ``c[p]`` = n x f_t (torque on a
     particle of radius R: ``R c`` + rolling term, N m / m), ``mr[p]`` rolling torque on i (only when
     ``mu_r`` > 0), ``delta_o``/``fn_o``/``fraw_o`` overlap and normal forces, ``on[p]`` contact
     flag; ``xi[p]`` (tangential spring, m) is advanced in place (zeroed out of contact).
-    ``diss_b[b]``: dissipated energy (J) of block b.
+    ``diss_b[b]``: dissipated energy (J) of block b. The blocks (``bounds``) are handed out
+    dynamically to ``n_workers`` threads (``counter``: one int64, scratch), so a thread slowed by
+    another process on its core does less of the work; every block writes only its own pairs.
     """
     C = bounds.size - 1
-    for b in prange(C):
-        diss = 0.0
-        for p in range(bounds[b], bounds[b + 1]):
-            i = pairs[p, 0]
-            j = pairs[p, 1]
-            dx = x[j, 0] - x[i, 0]
-            dy = x[j, 1] - x[i, 1]
-            dz = x[j, 2] - x[i, 2]
-            dist = math.sqrt(dx * dx + dy * dy + dz * dz)
-            Ri = radius[i]
-            Rj = radius[j]
-            delta = Ri + Rj - dist
-            if delta <= 0.0:
-                on[p] = 0
-                for a in range(3):
-                    f[p, a] = 0.0
-                    c[p, a] = 0.0
-                if mu_r > 0.0:
-                    for a in range(3):
-                        mr[p, a] = 0.0
-                if tang > 0:
-                    for a in range(3):
-                        xi[p, a] = 0.0
-                continue
-            nx = dx / dist
-            ny = dy / dist
-            nz = dz / dist
-            ax = Ri * w[i, 0] + Rj * w[j, 0]
-            ay = Ri * w[i, 1] + Rj * w[j, 1]
-            az = Ri * w[i, 2] + Rj * w[j, 2]
-            vrx = v[i, 0] - v[j, 0] + (ay * nz - az * ny)
-            vry = v[i, 1] - v[j, 1] + (az * nx - ax * nz)
-            vrz = v[i, 2] - v[j, 2] + (ax * ny - ay * nx)
-            vn = vrx * nx + vry * ny + vrz * nz
-            Rs = Ri * Rj / (Ri + Rj)
-            ms = mass[i] * mass[j] / (mass[i] + mass[j])
-            if hertz:
-                K = 4.0 / 3.0 * Estar * math.sqrt(Rs)
-                sq = math.sqrt(delta)
-                fel = K * delta * sq
-                ktan = 1.5 * K * sq
-                fraw = fel + hm_c * math.sqrt(ms * ktan) * vn
-            else:
-                fel = k_n * delta
-                ktan = k_n
-                e = eta if eta >= 0.0 else 2.0 * zeta * math.sqrt(ms * k_n)
-                fraw = fel + e * vn
-            fn = fraw if attractive else max(fraw, 0.0)
-            diss += (fn - fel) * vn * dt
-            ftx = 0.0
-            fty = 0.0
-            ftz = 0.0
-            if tang > 0:
-                xx = xi[p, 0]
-                xy = xi[p, 1]
-                xz = xi[p, 2]
-                mag = math.sqrt(xx * xx + xy * xy + xz * xz)
-                d = xx * nx + xy * ny + xz * nz
-                xx -= d * nx
-                xy -= d * ny
-                xz -= d * nz
-                magn = math.sqrt(xx * xx + xy * xy + xz * xz)
-                if magn > 0.0:
-                    s = mag / magn
-                    xx *= s
-                    xy *= s
-                    xz *= s
-                vtx = vrx - vn * nx
-                vty = vry - vn * ny
-                vtz = vrz - vn * nz
-                xx += vtx * dt
-                xy += vty * dt
-                xz += vtz * dt
-                kt = 8.0 * Gstar * math.sqrt(Rs * delta) if tang == 2 else kt_ratio * ktan
-                ftx = -kt * xx
-                fty = -kt * xy
-                ftz = -kt * xz
-                ftm = math.sqrt(ftx * ftx + fty * fty + ftz * ftz)
-                lim = mu * fn
-                if ftm > lim:
-                    s = lim / ftm if ftm > 0.0 else 0.0
-                    ftx *= s
-                    fty *= s
-                    ftz *= s
-                    if kt > 0.0:
-                        xx = -ftx / kt
-                        xy = -fty / kt
-                        xz = -ftz / kt
-                    else:
-                        xx = 0.0
-                        xy = 0.0
-                        xz = 0.0
-                    diss += abs(ftx * vtx + fty * vty + ftz * vtz) * dt
-                xi[p, 0] = xx
-                xi[p, 1] = xy
-                xi[p, 2] = xz
-            f[p, 0] = -fn * nx + ftx
-            f[p, 1] = -fn * ny + fty
-            f[p, 2] = -fn * nz + ftz
-            c[p, 0] = ny * ftz - nz * fty
-            c[p, 1] = nz * ftx - nx * ftz
-            c[p, 2] = nx * fty - ny * ftx
+    counter[0] = 0
+    for t in prange(n_workers):
+        while True:
+            b = _fetch_add(counter, 1)
+            if b >= C:
+                break
+            diss_b[b] = _slots_block(bounds[b], bounds[b + 1], x, v, w, radius, mass, pairs, dt, hertz, hm_c, k_n,
+                                     eta, zeta, attractive, tang, kt_ratio, mu, mu_r, Estar, Gstar, xi, f, c, mr,
+                                     delta_o, fn_o, fraw_o, on)
+
+
+@njit(cache=True, error_model="numpy")
+def _slots_block(p0, p1, x, v, w, radius, mass, pairs, dt, hertz, hm_c, k_n, eta, zeta, attractive, tang, kt_ratio,
+                 mu, mu_r, Estar, Gstar, xi, f, c, mr, delta_o, fn_o, fraw_o, on):  # pragma: no cover - compiled
+    """Pairs p0..p1-1 of :func:`pair_slots`; returns their dissipated energy (J)."""
+    diss = 0.0
+    for p in range(p0, p1):
+        i = pairs[p, 0]
+        j = pairs[p, 1]
+        dx = x[j, 0] - x[i, 0]
+        dy = x[j, 1] - x[i, 1]
+        dz = x[j, 2] - x[i, 2]
+        dist = math.sqrt(dx * dx + dy * dy + dz * dz)
+        Ri = radius[i]
+        Rj = radius[j]
+        delta = Ri + Rj - dist
+        if delta <= 0.0:
+            on[p] = 0
+            for a in range(3):
+                f[p, a] = 0.0
+                c[p, a] = 0.0
             if mu_r > 0.0:
-                mx = 0.0
-                my = 0.0
-                mz = 0.0
-                wx = w[i, 0] - w[j, 0]
-                wy = w[i, 1] - w[j, 1]
-                wz = w[i, 2] - w[j, 2]
-                wm = math.sqrt(wx * wx + wy * wy + wz * wz)
-                if wm > 0.0:
-                    cc = -mu_r * Rs * fn / wm
-                    mx = cc * wx
-                    my = cc * wy
-                    mz = cc * wz
-                mr[p, 0] = mx
-                mr[p, 1] = my
-                mr[p, 2] = mz
-            delta_o[p] = delta
-            fn_o[p] = fn
-            fraw_o[p] = fraw
-            on[p] = 1
-        diss_b[b] = diss
+                for a in range(3):
+                    mr[p, a] = 0.0
+            if tang > 0:
+                for a in range(3):
+                    xi[p, a] = 0.0
+            continue
+        nx = dx / dist
+        ny = dy / dist
+        nz = dz / dist
+        ax = Ri * w[i, 0] + Rj * w[j, 0]
+        ay = Ri * w[i, 1] + Rj * w[j, 1]
+        az = Ri * w[i, 2] + Rj * w[j, 2]
+        vrx = v[i, 0] - v[j, 0] + (ay * nz - az * ny)
+        vry = v[i, 1] - v[j, 1] + (az * nx - ax * nz)
+        vrz = v[i, 2] - v[j, 2] + (ax * ny - ay * nx)
+        vn = vrx * nx + vry * ny + vrz * nz
+        Rs = Ri * Rj / (Ri + Rj)
+        ms = mass[i] * mass[j] / (mass[i] + mass[j])
+        if hertz:
+            K = 4.0 / 3.0 * Estar * math.sqrt(Rs)
+            sq = math.sqrt(delta)
+            fel = K * delta * sq
+            ktan = 1.5 * K * sq
+            fraw = fel + hm_c * math.sqrt(ms * ktan) * vn
+        else:
+            fel = k_n * delta
+            ktan = k_n
+            e = eta if eta >= 0.0 else 2.0 * zeta * math.sqrt(ms * k_n)
+            fraw = fel + e * vn
+        fn = fraw if attractive else max(fraw, 0.0)
+        diss += (fn - fel) * vn * dt
+        ftx = 0.0
+        fty = 0.0
+        ftz = 0.0
+        if tang > 0:
+            xx = xi[p, 0]
+            xy = xi[p, 1]
+            xz = xi[p, 2]
+            mag = math.sqrt(xx * xx + xy * xy + xz * xz)
+            d = xx * nx + xy * ny + xz * nz
+            xx -= d * nx
+            xy -= d * ny
+            xz -= d * nz
+            magn = math.sqrt(xx * xx + xy * xy + xz * xz)
+            if magn > 0.0:
+                s = mag / magn
+                xx *= s
+                xy *= s
+                xz *= s
+            vtx = vrx - vn * nx
+            vty = vry - vn * ny
+            vtz = vrz - vn * nz
+            xx += vtx * dt
+            xy += vty * dt
+            xz += vtz * dt
+            kt = 8.0 * Gstar * math.sqrt(Rs * delta) if tang == 2 else kt_ratio * ktan
+            ftx = -kt * xx
+            fty = -kt * xy
+            ftz = -kt * xz
+            ftm = math.sqrt(ftx * ftx + fty * fty + ftz * ftz)
+            lim = mu * fn
+            if ftm > lim:
+                s = lim / ftm if ftm > 0.0 else 0.0
+                ftx *= s
+                fty *= s
+                ftz *= s
+                if kt > 0.0:
+                    xx = -ftx / kt
+                    xy = -fty / kt
+                    xz = -ftz / kt
+                else:
+                    xx = 0.0
+                    xy = 0.0
+                    xz = 0.0
+                diss += abs(ftx * vtx + fty * vty + ftz * vtz) * dt
+            xi[p, 0] = xx
+            xi[p, 1] = xy
+            xi[p, 2] = xz
+        f[p, 0] = -fn * nx + ftx
+        f[p, 1] = -fn * ny + fty
+        f[p, 2] = -fn * nz + ftz
+        c[p, 0] = ny * ftz - nz * fty
+        c[p, 1] = nz * ftx - nx * ftz
+        c[p, 2] = nx * fty - ny * ftx
+        if mu_r > 0.0:
+            mx = 0.0
+            my = 0.0
+            mz = 0.0
+            wx = w[i, 0] - w[j, 0]
+            wy = w[i, 1] - w[j, 1]
+            wz = w[i, 2] - w[j, 2]
+            wm = math.sqrt(wx * wx + wy * wy + wz * wz)
+            if wm > 0.0:
+                cc = -mu_r * Rs * fn / wm
+                mx = cc * wx
+                my = cc * wy
+                mz = cc * wz
+            mr[p, 0] = mx
+            mr[p, 1] = my
+            mr[p, 2] = mz
+        delta_o[p] = delta
+        fn_o[p] = fn
+        fraw_o[p] = fraw
+        on[p] = 1
+    return diss
+
+
+@njit(cache=True)
+def _row_sums(k, ptr, inc, f, c, mr, Rk, torque, rolling):  # pragma: no cover - compiled
+    """Force and torque on particle k (radius Rk) from its incident pairs, in increasing pair order."""
+    fx = 0.0
+    fy = 0.0
+    fz = 0.0
+    tx = 0.0
+    ty = 0.0
+    tz = 0.0
+    for q in range(ptr[k], ptr[k + 1]):
+        e = inc[q]
+        if e >= 0:
+            fx += f[e, 0]
+            fy += f[e, 1]
+            fz += f[e, 2]
+            if torque:
+                if rolling:
+                    tx += Rk * c[e, 0] + mr[e, 0]
+                    ty += Rk * c[e, 1] + mr[e, 1]
+                    tz += Rk * c[e, 2] + mr[e, 2]
+                else:
+                    tx += Rk * c[e, 0] + 0.0
+                    ty += Rk * c[e, 1] + 0.0
+                    tz += Rk * c[e, 2] + 0.0
+        else:
+            p = -e - 1
+            fx -= f[p, 0]
+            fy -= f[p, 1]
+            fz -= f[p, 2]
+            if torque:
+                if rolling:
+                    tx += Rk * c[p, 0] - mr[p, 0]
+                    ty += Rk * c[p, 1] - mr[p, 1]
+                    tz += Rk * c[p, 2] - mr[p, 2]
+                else:
+                    tx += Rk * c[p, 0] - 0.0
+                    ty += Rk * c[p, 1] - 0.0
+                    tz += Rk * c[p, 2] - 0.0
+    return fx, fy, fz, tx, ty, tz
 
 
 @njit(cache=True, parallel=True)
-def gather(ptr, inc, f, c, mr, radius, torque, rolling, F, T):  # pragma: no cover - compiled
+def gather(ptr, inc, f, c, mr, radius, torque, rolling, F, T, pbounds, counter, n_workers):  # pragma: no cover
     """F, T (N, 3) of every particle from its incident pairs (written, not added).
 
     ``inc[ptr[k]:ptr[k+1]]``: pair p as ``p`` where k is its i, ``-p - 1`` where k is its j, in
     increasing p (the serial kernel's order of addition). ``torque``: pairs carry tangential or
-    rolling torques; ``rolling``: ``mr`` holds rolling torques.
+    rolling torques; ``rolling``: ``mr`` holds rolling torques. Blocks of particles (``pbounds``)
+    handed out dynamically to ``n_workers`` threads.
     """
-    N = ptr.size - 1
-    for k in prange(N):
-        fx = 0.0
-        fy = 0.0
-        fz = 0.0
-        tx = 0.0
-        ty = 0.0
-        tz = 0.0
-        Rk = radius[k]
-        for q in range(ptr[k], ptr[k + 1]):
-            e = inc[q]
-            if e >= 0:
-                fx += f[e, 0]
-                fy += f[e, 1]
-                fz += f[e, 2]
-                if torque:
-                    if rolling:
-                        tx += Rk * c[e, 0] + mr[e, 0]
-                        ty += Rk * c[e, 1] + mr[e, 1]
-                        tz += Rk * c[e, 2] + mr[e, 2]
-                    else:
-                        tx += Rk * c[e, 0] + 0.0
-                        ty += Rk * c[e, 1] + 0.0
-                        tz += Rk * c[e, 2] + 0.0
-            else:
-                p = -e - 1
-                fx -= f[p, 0]
-                fy -= f[p, 1]
-                fz -= f[p, 2]
-                if torque:
-                    if rolling:
-                        tx += Rk * c[p, 0] - mr[p, 0]
-                        ty += Rk * c[p, 1] - mr[p, 1]
-                        tz += Rk * c[p, 2] - mr[p, 2]
-                    else:
-                        tx += Rk * c[p, 0] - 0.0
-                        ty += Rk * c[p, 1] - 0.0
-                        tz += Rk * c[p, 2] - 0.0
-        F[k, 0] = fx
-        F[k, 1] = fy
-        F[k, 2] = fz
-        T[k, 0] = tx
-        T[k, 1] = ty
-        T[k, 2] = tz
+    C = pbounds.size - 1
+    counter[0] = 0
+    for t in prange(n_workers):
+        while True:
+            b = _fetch_add(counter, 1)
+            if b >= C:
+                break
+            for k in range(pbounds[b], pbounds[b + 1]):
+                fx, fy, fz, tx, ty, tz = _row_sums(k, ptr, inc, f, c, mr, radius[k], torque, rolling)
+                F[k, 0] = fx
+                F[k, 1] = fy
+                F[k, 2] = fz
+                T[k, 0] = tx
+                T[k, 1] = ty
+                T[k, 2] = tz
 
 
 @njit(cache=True, parallel=True)
-def gather_accel(ptr, inc, f, c, mr, radius, torque, rolling, mass, inertia, g, planar, out):  # pragma: no cover
+def gather_accel(ptr, inc, f, c, mr, radius, torque, rolling, mass, inertia, g, planar, out, pbounds, counter,
+                 n_workers):  # pragma: no cover - compiled
     """:func:`gather` and :func:`accelerations` in one pass (no walls): out (2N, 3) = [F/m + g; T/I]."""
     N = ptr.size - 1
-    for k in prange(N):
-        fx = 0.0
-        fy = 0.0
-        fz = 0.0
-        tx = 0.0
-        ty = 0.0
-        tz = 0.0
-        Rk = radius[k]
-        for q in range(ptr[k], ptr[k + 1]):
-            e = inc[q]
-            if e >= 0:
-                fx += f[e, 0]
-                fy += f[e, 1]
-                fz += f[e, 2]
-                if torque:
-                    if rolling:
-                        tx += Rk * c[e, 0] + mr[e, 0]
-                        ty += Rk * c[e, 1] + mr[e, 1]
-                        tz += Rk * c[e, 2] + mr[e, 2]
-                    else:
-                        tx += Rk * c[e, 0] + 0.0
-                        ty += Rk * c[e, 1] + 0.0
-                        tz += Rk * c[e, 2] + 0.0
-            else:
-                p = -e - 1
-                fx -= f[p, 0]
-                fy -= f[p, 1]
-                fz -= f[p, 2]
-                if torque:
-                    if rolling:
-                        tx += Rk * c[p, 0] - mr[p, 0]
-                        ty += Rk * c[p, 1] - mr[p, 1]
-                        tz += Rk * c[p, 2] - mr[p, 2]
-                    else:
-                        tx += Rk * c[p, 0] - 0.0
-                        ty += Rk * c[p, 1] - 0.0
-                        tz += Rk * c[p, 2] - 0.0
-        m = mass[k]
-        I = inertia[k]
-        out[k, 0] = fx / m + g[0]
-        out[k, 1] = fy / m + g[1]
-        out[k, 2] = fz / m + g[2]
-        out[N + k, 0] = tx / I
-        out[N + k, 1] = ty / I
-        out[N + k, 2] = tz / I
-        if planar:
-            out[k, 2] = 0.0
-            out[N + k, 0] = 0.0
-            out[N + k, 1] = 0.0
+    C = pbounds.size - 1
+    counter[0] = 0
+    for t in prange(n_workers):
+        while True:
+            b = _fetch_add(counter, 1)
+            if b >= C:
+                break
+            for k in range(pbounds[b], pbounds[b + 1]):
+                fx, fy, fz, tx, ty, tz = _row_sums(k, ptr, inc, f, c, mr, radius[k], torque, rolling)
+                m = mass[k]
+                inr = inertia[k]
+                out[k, 0] = fx / m + g[0]
+                out[k, 1] = fy / m + g[1]
+                out[k, 2] = fz / m + g[2]
+                out[N + k, 0] = tx / inr
+                out[N + k, 1] = ty / inr
+                out[N + k, 2] = tz / inr
+                if planar:
+                    out[k, 2] = 0.0
+                    out[N + k, 0] = 0.0
+                    out[N + k, 1] = 0.0
 
 
 @njit(cache=True)
@@ -398,15 +426,17 @@ def kick(v, a, a1, h, v1):  # pragma: no cover - compiled
             v1[k, d] = v[k, d] + 0.5 * (a[k, d] + a1[k, d]) * h
 
 
-def use_threads(n: int) -> None:
+def use_threads(n: int) -> int:
     """Run the following parallel passes on ``n`` numba threads (at most numba's pool size), on
-    numba's workqueue layer unless the user chose one (:func:`models.dem.kernels.prefer_workqueue`)."""
+    numba's workqueue layer unless the user chose one (:func:`models.dem.kernels.prefer_workqueue`);
+    returns the thread count set."""
     import numba
 
     from models.dem.kernels import prefer_workqueue
 
     prefer_workqueue()
     numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
+    return numba.get_num_threads()
 
 
 class PairSlots:
@@ -435,6 +465,8 @@ class PairSlots:
         self.fraw = np.empty(P)
         self.on = np.zeros(P, np.uint8)
         self.diss_b = np.zeros(self.bounds.size - 1)
+        self.pbounds = block_bounds(N, max(1, min(N_BLOCKS, N)))
+        self.counter = np.zeros(1, np.int64)  # scratch of the dynamic block hand-out
         self.stale = False
 
     @classmethod

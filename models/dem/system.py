@@ -291,7 +291,7 @@ class DEMSystem:
         u = np.ascontiguousarray(u, dtype=np.float64)
         x, v, w = q[:N], u[:N], u[N:]
         self._advance_walls(t)
-        K.use_threads(self.threads)
+        nw = K.use_threads(self.threads)
         if nl.x_ref is None or K.max_displacement2(x, nl.x_ref, K.N_BLOCKS) > (0.5 * nl.skin) ** 2:
             nl._build(x)
         tang = {"none": 0, "linear": 1, "mindlin": 2}[law.tangential]
@@ -303,7 +303,7 @@ class DEMSystem:
         K.pair_slots(x, v, w, self.radius, self.mass, st.pairs, st.bounds, self.dt, law.is_hertzian,
                      float(law.hm_c or 0.0), float(law.k_n or 0.0), eta, float(law.zeta or 0.0), bool(law.attractive),
                      tang, float(law.k_t_ratio), float(law.friction), mu_r, self.E_pp, self.G_pp, st.xi, st.f, st.c,
-                     st.mr, st.delta, st.fn, st.fraw, st.on, st.diss_b)
+                     st.mr, st.delta, st.fn, st.fraw, st.on, st.diss_b, st.counter, nw)
         st.stale = True
         if not law.is_elastic or tang:
             self.dissipated += float(np.sum(st.diss_b))
@@ -311,11 +311,11 @@ class DEMSystem:
         torque, rolling = tang > 0 or mu_r > 0.0, mu_r > 0.0
         if not self.walls:  # forces straight into accelerations
             K.gather_accel(st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, self.mass, self.inertia,
-                           self.g, self.dim == 2, out)
+                           self.g, self.dim == 2, out, st.pbounds, st.counter, nw)
             return out
         F = np.empty((N, 3))
         T = np.empty((N, 3))
-        K.gather(st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, F, T)
+        K.gather(st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, F, T, st.pbounds, st.counter, nw)
         self._wall_forces(x, v, w, F, T)
         K.accelerations(F, T, self.mass, self.inertia, self.g, self.dim == 2, out)
         return out
