@@ -481,3 +481,29 @@ class PairSlots:
             history_from_list(np.ascontiguousarray(hist[0], dtype=np.int64), np.ascontiguousarray(hist[1]),
                               pairs, N, xi)
         return cls(pairs, N, n_builds, xi, rolling)
+
+
+@njit(cache=True, parallel=True)
+def kick_drift(v, a, a1, h, x1, x_ref, v1, x2, vp2, pbounds, disp2_b):  # pragma: no cover - compiled
+    """Velocity Verlet: this step's kick ``v1 = v + (a + a1) h / 2`` and the next step's drift
+    ``x2 = x1 + v1 h + a1 h^2 / 2``, ``vp2 = v1 + a1 h`` in one pass (the operations of
+    :func:`kick` and :func:`drift`); ``disp2_b[b]``: largest squared displacement (m^2) of x2's
+    positions (first N rows) from ``x_ref`` (N, 3) in particle block b."""
+    N = x_ref.shape[0]
+    C = pbounds.size - 1
+    for b in prange(C):
+        best = 0.0
+        for k in range(pbounds[b], pbounds[b + 1]):
+            for r in (k, N + k):
+                for d in range(3):
+                    vv = v[r, d] + 0.5 * (a[r, d] + a1[r, d]) * h
+                    v1[r, d] = vv
+                    x2[r, d] = x1[r, d] + vv * h + 0.5 * a1[r, d] * h * h
+                    vp2[r, d] = vv + a1[r, d] * h
+            dx = x2[k, 0] - x_ref[k, 0]
+            dy = x2[k, 1] - x_ref[k, 1]
+            dz = x2[k, 2] - x_ref[k, 2]
+            d2 = dx * dx + dy * dy + dz * dz
+            if d2 > best:
+                best = d2
+        disp2_b[b] = best

@@ -281,9 +281,11 @@ class DEMSystem:
             alpha[:, :2] = 0.0
         return np.vstack([a, alpha])
 
-    def _accel_parallel(self, t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+    def _accel_parallel(self, t: float, q: np.ndarray, u: np.ndarray, disp2: Optional[float] = None) -> np.ndarray:
         """:meth:`accel` on ``threads`` threads: compiled neighbour check, per-pair slots, per-particle
-        gather and accelerations (models.dem.parallel); walls, if any, in numpy."""
+        gather and accelerations (models.dem.parallel); walls, if any, in numpy. ``disp2``: the largest
+        squared displacement (m^2) of q's positions from the neighbour list's reference positions when
+        the caller computed it already (models.dem.stepping)."""
         from models.dem import parallel as K
 
         N, law, nl = self.N, self.law, self.nlist
@@ -292,7 +294,9 @@ class DEMSystem:
         x, v, w = q[:N], u[:N], u[N:]
         self._advance_walls(t)
         nw = K.use_threads(self.threads)
-        if nl.x_ref is None or K.max_displacement2(x, nl.x_ref, K.N_BLOCKS) > (0.5 * nl.skin) ** 2:
+        if disp2 is None and nl.x_ref is not None:
+            disp2 = K.max_displacement2(x, nl.x_ref, K.N_BLOCKS)
+        if nl.x_ref is None or disp2 > (0.5 * nl.skin) ** 2:
             nl._build(x)
         tang = {"none": 0, "linear": 1, "mindlin": 2}[law.tangential]
         mu_r = float(law.rolling_friction)
