@@ -96,6 +96,17 @@ def pair_slots(x, v, w, radius, mass, pairs, bounds, dt, hertz, hm_c, k_n, eta, 
 
 
 @njit(cache=True, error_model="numpy")
+def pair_slots_serial(x, v, w, radius, mass, pairs, bounds, dt, hertz, hm_c, k_n, eta, zeta, attractive, tang,
+                      kt_ratio, mu, mu_r, Estar, Gstar, xi, f, c, mr, delta_o, fn_o, fraw_o, on,
+                      diss_b):  # pragma: no cover - compiled
+    """:func:`pair_slots` on the calling thread (one thread: no thread hand-over per pass)."""
+    for b in range(bounds.size - 1):
+        diss_b[b] = _slots_block(bounds[b], bounds[b + 1], x, v, w, radius, mass, pairs, dt, hertz, hm_c, k_n, eta,
+                                 zeta, attractive, tang, kt_ratio, mu, mu_r, Estar, Gstar, xi, f, c, mr, delta_o,
+                                 fn_o, fraw_o, on)
+
+
+@njit(cache=True, error_model="numpy")
 def _slots_block(p0, p1, x, v, w, radius, mass, pairs, dt, hertz, hm_c, k_n, eta, zeta, attractive, tang, kt_ratio,
                  mu, mu_r, Estar, Gstar, xi, f, c, mr, delta_o, fn_o, fraw_o, on):  # pragma: no cover - compiled
     """Pairs p0..p1-1 of :func:`pair_slots`; returns their dissipated energy (J)."""
@@ -264,6 +275,18 @@ def _row_sums(k, ptr, inc, f, c, mr, Rk, torque, rolling):  # pragma: no cover -
     return fx, fy, fz, tx, ty, tz
 
 
+@njit(cache=True)
+def _gather_block(k0, k1, ptr, inc, f, c, mr, radius, torque, rolling, F, T):  # pragma: no cover - compiled
+    for k in range(k0, k1):
+        fx, fy, fz, tx, ty, tz = _row_sums(k, ptr, inc, f, c, mr, radius[k], torque, rolling)
+        F[k, 0] = fx
+        F[k, 1] = fy
+        F[k, 2] = fz
+        T[k, 0] = tx
+        T[k, 1] = ty
+        T[k, 2] = tz
+
+
 @njit(cache=True, parallel=True)
 def gather(ptr, inc, f, c, mr, radius, torque, rolling, F, T, pbounds, counter, n_workers):  # pragma: no cover
     """F, T (N, 3) of every particle from its incident pairs (written, not added).
@@ -280,21 +303,39 @@ def gather(ptr, inc, f, c, mr, radius, torque, rolling, F, T, pbounds, counter, 
             b = _fetch_add(counter, 1)
             if b >= C:
                 break
-            for k in range(pbounds[b], pbounds[b + 1]):
-                fx, fy, fz, tx, ty, tz = _row_sums(k, ptr, inc, f, c, mr, radius[k], torque, rolling)
-                F[k, 0] = fx
-                F[k, 1] = fy
-                F[k, 2] = fz
-                T[k, 0] = tx
-                T[k, 1] = ty
-                T[k, 2] = tz
+            _gather_block(pbounds[b], pbounds[b + 1], ptr, inc, f, c, mr, radius, torque, rolling, F, T)
+
+
+@njit(cache=True)
+def gather_serial(ptr, inc, f, c, mr, radius, torque, rolling, F, T, pbounds):  # pragma: no cover - compiled
+    """:func:`gather` on the calling thread."""
+    _gather_block(0, ptr.size - 1, ptr, inc, f, c, mr, radius, torque, rolling, F, T)
+
+
+@njit(cache=True)
+def _gather_accel_block(k0, k1, ptr, inc, f, c, mr, radius, torque, rolling, mass, inertia, g, planar,
+                        out):  # pragma: no cover - compiled
+    N = ptr.size - 1
+    for k in range(k0, k1):
+        fx, fy, fz, tx, ty, tz = _row_sums(k, ptr, inc, f, c, mr, radius[k], torque, rolling)
+        m = mass[k]
+        inr = inertia[k]
+        out[k, 0] = fx / m + g[0]
+        out[k, 1] = fy / m + g[1]
+        out[k, 2] = fz / m + g[2]
+        out[N + k, 0] = tx / inr
+        out[N + k, 1] = ty / inr
+        out[N + k, 2] = tz / inr
+        if planar:
+            out[k, 2] = 0.0
+            out[N + k, 0] = 0.0
+            out[N + k, 1] = 0.0
 
 
 @njit(cache=True, parallel=True)
 def gather_accel(ptr, inc, f, c, mr, radius, torque, rolling, mass, inertia, g, planar, out, pbounds, counter,
                  n_workers):  # pragma: no cover - compiled
     """:func:`gather` and :func:`accelerations` in one pass (no walls): out (2N, 3) = [F/m + g; T/I]."""
-    N = ptr.size - 1
     C = pbounds.size - 1
     counter[0] = 0
     for t in prange(n_workers):
@@ -302,20 +343,15 @@ def gather_accel(ptr, inc, f, c, mr, radius, torque, rolling, mass, inertia, g, 
             b = _fetch_add(counter, 1)
             if b >= C:
                 break
-            for k in range(pbounds[b], pbounds[b + 1]):
-                fx, fy, fz, tx, ty, tz = _row_sums(k, ptr, inc, f, c, mr, radius[k], torque, rolling)
-                m = mass[k]
-                inr = inertia[k]
-                out[k, 0] = fx / m + g[0]
-                out[k, 1] = fy / m + g[1]
-                out[k, 2] = fz / m + g[2]
-                out[N + k, 0] = tx / inr
-                out[N + k, 1] = ty / inr
-                out[N + k, 2] = tz / inr
-                if planar:
-                    out[k, 2] = 0.0
-                    out[N + k, 0] = 0.0
-                    out[N + k, 1] = 0.0
+            _gather_accel_block(pbounds[b], pbounds[b + 1], ptr, inc, f, c, mr, radius, torque, rolling, mass,
+                                inertia, g, planar, out)
+
+
+@njit(cache=True)
+def gather_accel_serial(ptr, inc, f, c, mr, radius, torque, rolling, mass, inertia, g, planar, out,
+                        pbounds):  # pragma: no cover - compiled
+    """:func:`gather_accel` on the calling thread."""
+    _gather_accel_block(0, ptr.size - 1, ptr, inc, f, c, mr, radius, torque, rolling, mass, inertia, g, planar, out)
 
 
 @njit(cache=True)
@@ -483,27 +519,40 @@ class PairSlots:
         return cls(pairs, N, n_builds, xi, rolling)
 
 
+@njit(cache=True)
+def _kick_drift_block(k0, k1, v, a, a1, h, x1, x_ref, v1, x2, vp2):  # pragma: no cover - compiled
+    """Particles k0..k1-1 of :func:`kick_drift` (rows k and N + k); returns their largest squared
+    displacement (m^2)."""
+    N = x_ref.shape[0]
+    best = 0.0
+    for k in range(k0, k1):
+        for r in (k, N + k):
+            for d in range(3):
+                vv = v[r, d] + 0.5 * (a[r, d] + a1[r, d]) * h
+                v1[r, d] = vv
+                x2[r, d] = x1[r, d] + vv * h + 0.5 * a1[r, d] * h * h
+                vp2[r, d] = vv + a1[r, d] * h
+        dx = x2[k, 0] - x_ref[k, 0]
+        dy = x2[k, 1] - x_ref[k, 1]
+        dz = x2[k, 2] - x_ref[k, 2]
+        d2 = dx * dx + dy * dy + dz * dz
+        if d2 > best:
+            best = d2
+    return best
+
+
 @njit(cache=True, parallel=True)
 def kick_drift(v, a, a1, h, x1, x_ref, v1, x2, vp2, pbounds, disp2_b):  # pragma: no cover - compiled
     """Velocity Verlet: this step's kick ``v1 = v + (a + a1) h / 2`` and the next step's drift
     ``x2 = x1 + v1 h + a1 h^2 / 2``, ``vp2 = v1 + a1 h`` in one pass (the operations of
     :func:`kick` and :func:`drift`); ``disp2_b[b]``: largest squared displacement (m^2) of x2's
     positions (first N rows) from ``x_ref`` (N, 3) in particle block b."""
-    N = x_ref.shape[0]
-    C = pbounds.size - 1
-    for b in prange(C):
-        best = 0.0
-        for k in range(pbounds[b], pbounds[b + 1]):
-            for r in (k, N + k):
-                for d in range(3):
-                    vv = v[r, d] + 0.5 * (a[r, d] + a1[r, d]) * h
-                    v1[r, d] = vv
-                    x2[r, d] = x1[r, d] + vv * h + 0.5 * a1[r, d] * h * h
-                    vp2[r, d] = vv + a1[r, d] * h
-            dx = x2[k, 0] - x_ref[k, 0]
-            dy = x2[k, 1] - x_ref[k, 1]
-            dz = x2[k, 2] - x_ref[k, 2]
-            d2 = dx * dx + dy * dy + dz * dz
-            if d2 > best:
-                best = d2
-        disp2_b[b] = best
+    for b in prange(pbounds.size - 1):
+        disp2_b[b] = _kick_drift_block(pbounds[b], pbounds[b + 1], v, a, a1, h, x1, x_ref, v1, x2, vp2)
+
+
+@njit(cache=True)
+def kick_drift_serial(v, a, a1, h, x1, x_ref, v1, x2, vp2, pbounds, disp2_b):  # pragma: no cover - compiled
+    """:func:`kick_drift` on the calling thread."""
+    for b in range(pbounds.size - 1):
+        disp2_b[b] = _kick_drift_block(pbounds[b], pbounds[b + 1], v, a, a1, h, x1, x_ref, v1, x2, vp2)

@@ -35,11 +35,11 @@ class CompiledVelocityVerlet:
         return VerletState(float(t0), q, u, self.system.accel(float(t0), q, u))
 
     def step(self, s: VerletState) -> VerletState:
-        from models.dem.parallel import drift, kick_drift, use_threads
+        from models.dem.parallel import drift, kick_drift, kick_drift_serial, use_threads
 
         h = self.dt
         system = self.system
-        use_threads(system.threads)
+        nw = use_threads(system.threads)
         if "x_next" in s.aux:  # drift done by the previous step's fused pass, with its displacement check
             x1, vp, disp2 = s.aux["x_next"], s.aux["v_pred"], s.aux["disp2"]
         else:
@@ -55,7 +55,8 @@ class CompiledVelocityVerlet:
         x2 = np.empty_like(s.x)
         st = system._par
         disp2_b = np.empty(st.pbounds.size - 1)
-        kick_drift(s.v, s.a, a1, h, x1, system.nlist.x_ref, v1, x2, vp, st.pbounds, disp2_b)
+        (kick_drift if nw > 1 else kick_drift_serial)(s.v, s.a, a1, h, x1, system.nlist.x_ref, v1, x2, vp, st.pbounds,
+                                                       disp2_b)
         return VerletState(t1, x1, v1, a1, s.step + 1, {"x_next": x2, "v_pred": vp, "disp2": float(disp2_b.max())})
 
     def run(self, t0: float, q0, u0, n_steps: int) -> VerletState:

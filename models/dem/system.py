@@ -304,22 +304,34 @@ class DEMSystem:
         if st is None or st.n_builds != nl.n_builds:
             self._par = st = K.PairSlots.build(nl.pairs, N, nl.n_builds, st, self._hist_pp, mu_r > 0.0)
         eta = -1.0 if law.eta is None else float(law.eta)
-        K.pair_slots(x, v, w, self.radius, self.mass, st.pairs, st.bounds, self.dt, law.is_hertzian,
-                     float(law.hm_c or 0.0), float(law.k_n or 0.0), eta, float(law.zeta or 0.0), bool(law.attractive),
-                     tang, float(law.k_t_ratio), float(law.friction), mu_r, self.E_pp, self.G_pp, st.xi, st.f, st.c,
-                     st.mr, st.delta, st.fn, st.fraw, st.on, st.diss_b, st.counter, nw)
+        args = (x, v, w, self.radius, self.mass, st.pairs, st.bounds, self.dt, law.is_hertzian, float(law.hm_c or 0.0),
+                float(law.k_n or 0.0), eta, float(law.zeta or 0.0), bool(law.attractive), tang, float(law.k_t_ratio),
+                float(law.friction), mu_r, self.E_pp, self.G_pp, st.xi, st.f, st.c, st.mr, st.delta, st.fn, st.fraw,
+                st.on, st.diss_b)
+        if nw > 1:
+            K.pair_slots(*args, st.counter, nw)
+        else:  # one thread: the same passes without a thread hand-over
+            K.pair_slots_serial(*args)
         st.stale = True
         if not law.is_elastic or tang:
             self.dissipated += float(np.sum(st.diss_b))
         out = np.empty((2 * N, 3))
         torque, rolling = tang > 0 or mu_r > 0.0, mu_r > 0.0
         if not self.walls:  # forces straight into accelerations
-            K.gather_accel(st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, self.mass, self.inertia,
-                           self.g, self.dim == 2, out, st.pbounds, st.counter, nw)
+            args = (st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, self.mass, self.inertia, self.g,
+                    self.dim == 2, out, st.pbounds)
+            if nw > 1:
+                K.gather_accel(*args, st.counter, nw)
+            else:
+                K.gather_accel_serial(*args)
             return out
         F = np.empty((N, 3))
         T = np.empty((N, 3))
-        K.gather(st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, F, T, st.pbounds, st.counter, nw)
+        args = (st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, F, T, st.pbounds)
+        if nw > 1:
+            K.gather(*args, st.counter, nw)
+        else:
+            K.gather_serial(*args)
         self._wall_forces(x, v, w, F, T)
         K.accelerations(F, T, self.mass, self.inertia, self.g, self.dim == 2, out)
         return out
