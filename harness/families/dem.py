@@ -514,7 +514,8 @@ class BenchParams:
 
 
 def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
-    """Particle-steps per second of a dense Hertz-Mindlin packing, ours and LAMMPS on one core."""
+    """Particle-steps per second of a dense Hertz-Mindlin packing, ours and LAMMPS on one core (ours: the
+    parallel path on one thread; the serial kernel recorded beside it), then on ``threads`` cores."""
     from models.dem import lammps_peer
 
     raw = OmegaConf.select(cfg, "case.params")
@@ -528,19 +529,23 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         raise HarnessInputError(f"case.params.repeats: must be >= 1, got {p.repeats}")
     metrics: Dict[str, float] = {"jit_warmup": 1.0, "jit_warmup_s": 0.0,  # bench_ours warms up before timing
                                  "n_cores": float(os.cpu_count() or 1), "threads_ours": 1.0, "lammps_ranks": 1.0,
-                                 "repeats": float(p.repeats)}
+                                 "repeats": float(p.repeats), "load_avg_1min_start": os.getloadavg()[0]}
     for n in sizes:
-        best_ours, best_lmp = 0.0, 0.0
+        best_ours, best_lmp, best_serial = 0.0, 0.0, 0.0
         for _ in range(p.repeats):  # interleaved, so that machine load hits both alike; best of each
-            with ctx.stage(f"ours_{n}"):
+            with ctx.stage(f"ours_{n}"):  # the parallel path on one thread
                 ours = lammps_peer.bench_ours(mat, n, p.n_steps, p.packing_fraction)
             best_ours = max(best_ours, ours["particle_steps_per_s"])
+            with ctx.stage(f"ours_serial_kernel_{n}"):  # the serial kernel with the numpy velocity Verlet, for the record
+                serial = lammps_peer.bench_ours(mat, n, p.n_steps, p.packing_fraction, path="serial")
+            best_serial = max(best_serial, serial["particle_steps_per_s"])
             if lammps_peer.available():
                 with ctx.stage(f"lammps_{n}"):
                     lmp = lammps_peer.bench_lammps(mat, n, p.n_steps, p.packing_fraction)
                 best_lmp = max(best_lmp, lmp["particle_steps_per_s"])
         metrics["jit_warmup_s"] += ours["jit_warmup_s"]
         metrics[f"ours_particle_steps_per_s_{n}"] = best_ours
+        metrics[f"ours_serial_kernel_particle_steps_per_s_{n}"] = best_serial
         metrics[f"ours_peak_mem_mb_{n}"] = ours["peak_mem_mb"]
         metrics[f"ours_peak_mem_bytes_per_sphere_{n}"] = ours["peak_mem_mb"] * 2 ** 20 / ours["n"]
         metrics[f"process_max_rss_mb_{n}"] = ours["process_max_rss_mb"]
@@ -558,6 +563,7 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         big = sizes[-1]
         metrics[f"ratio_to_lammps_{p.threads}_largest"] = metrics.get(f"ratio_to_lammps_{p.threads}_{big}", math.nan)
         metrics[f"ours_speedup_1_to_{p.threads}_largest"] = metrics[f"ours_speedup_1_to_{p.threads}_threads_{big}"]
+    metrics["load_avg_1min_end"] = os.getloadavg()[0]  # the machine's load during the run (shared cores)
     ctx.write_bytes("cost_vs_spheres.png", _plot_cost(metrics, sizes, p.threads))
     return CaseResult(metrics=metrics, info={"sizes": list(sizes), "backend": ours_backend(sizes[-1])})
 
@@ -572,6 +578,7 @@ def _plot_cost(metrics: Dict[str, float], sizes, threads: int) -> bytes:
     from harness.figures import png_bytes
 
     series = {"ours, 1 thread": "ours_particle_steps_per_s_{}", "LAMMPS, 1 rank": "lammps_particle_steps_per_s_{}",
+              "ours, serial kernel": "ours_serial_kernel_particle_steps_per_s_{}",
               f"ours, {threads} threads": f"ours_threads{threads}_particle_steps_per_s_{{}}",
               f"LAMMPS, {threads} ranks": f"lammps_ranks{threads}_particle_steps_per_s_{{}}"}
     fig, ax = plt.subplots(figsize=(5.5, 4))

@@ -209,13 +209,17 @@ def _bench_law():
 
 
 def bench_ours(mat: Material, n: int, n_steps: int, packing_fraction: float = 0.52, R: float = 0.001,
-               repeats: int = 1, threads: int = 1) -> Dict[str, float]:
+               repeats: int = 1, threads: int = 1, path: str = "parallel") -> Dict[str, float]:
     """Particle-steps per second of our DEMSystem on a dense packing (Hertz-Mindlin + history).
 
-    A one-step run first (the JIT warm-up, ``jit_warmup_s``), then the timed runs (best of
-    ``repeats``), without tracing; the peak memory of the model (numpy allocations, tracemalloc) is
-    measured in a separate run of 3 steps.
+    ``path``: ``parallel`` (per-pair slots and gather on ``threads`` threads, compiled velocity
+    Verlet, :mod:`models.dem.stepping`) or ``serial`` (the serial numba pair kernel with the numpy
+    velocity Verlet of models.integrators; one thread). A one-step run first (the JIT warm-up,
+    ``jit_warmup_s``), then the timed runs (best of ``repeats``), without tracing; the peak memory
+    of the model (numpy allocations, tracemalloc) is measured in a separate run of 3 steps.
     """
+    if path not in ("parallel", "serial"):
+        raise ValueError(f"path: must be parallel or serial, got {path!r}")
     x, v, L = dense_packing(n, R)
     N = x.shape[0]
     m = mat.density * 4 / 3 * np.pi * R ** 3
@@ -224,8 +228,18 @@ def bench_ours(mat: Material, n: int, n_steps: int, packing_fraction: float = 0.
 
     def run(steps: int):
         system = DEMSystem(np.full(N, R), x, mat, _bench_law(), dt, velocities=v, v_ref=0.1, max_initial_overlap=0.01,
-                           threads=threads)
+                           threads=threads if path == "parallel" else 1,
+                           backend="parallel" if path == "parallel" else "auto")
         q, u = system.initial_state()
+        if path == "parallel":
+            from models.dem.stepping import CompiledVelocityVerlet
+
+            cst = CompiledVelocityVerlet(system)
+            s = cst.start(0.0, q, u)
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                s = cst.step(s)
+            return time.perf_counter() - t0, system
         st = make_stepper("velocity_verlet", dt)
         s = st.start(0.0, q, u, system.accel)
         t0 = time.perf_counter()

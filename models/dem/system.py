@@ -53,10 +53,12 @@ class DEMSystem:
     max_initial_overlap: largest accepted initial overlap / smaller radius (-).
     dt_fraction: dt must not exceed this fraction of the estimated contact time at ``v_ref``
     (m/s) unless ``allow_large_dt``.
-    backend: ``numpy`` (vectorised), ``numba`` (compiled pair kernel, models.dem.kernels) or
-    ``auto`` (numba when installed and N >= 1000).
-    threads: threads of the compiled pair kernel (numba backend); > 1 runs the pairs in that many
-    parallel blocks (same contacts and history, forces equal to round-off).
+    backend: ``numpy`` (vectorised), ``numba`` (compiled serial pair kernel, models.dem.kernels),
+    ``parallel`` (per-pair slots and a per-particle gather on ``threads`` numba threads,
+    models.dem.parallel; one material) or ``auto`` (numba when installed and N >= 1000; parallel
+    when also ``threads`` > 1). ``numba`` with ``threads`` > 1 runs the parallel path.
+    threads: threads of the parallel path (same contacts and history as the serial kernel,
+    forces equal to it, dissipated energy to round-off; results independent of the count).
     """
 
     def __init__(self, radius, positions, material: Material, law: ContactLaw, dt: float,
@@ -70,10 +72,10 @@ class DEMSystem:
         self.dim = dim
         from models.dem.kernels import HAVE_NUMBA
 
-        if backend not in ("auto", "numpy", "numba"):
-            raise DEMInputError(f"backend: must be auto, numpy or numba, got {backend!r}")
-        if backend == "numba" and not HAVE_NUMBA:
-            raise DEMInputError("backend: numba requested but not installed")
+        if backend not in ("auto", "numpy", "numba", "parallel"):
+            raise DEMInputError(f"backend: must be auto, numpy, numba or parallel, got {backend!r}")
+        if backend in ("numba", "parallel") and not HAVE_NUMBA:
+            raise DEMInputError(f"backend: {backend} requested but numba is not installed")
         self._backend_req = backend
         if int(threads) != threads or threads < 1:
             raise DEMInputError(f"threads: must be an integer >= 1, got {threads!r}")
@@ -90,11 +92,14 @@ class DEMSystem:
         self.materials = _per_particle(material, N)
         self.mixed = any(m != self.materials[0] for m in self.materials)
         material = self.materials[0] if not self.mixed else material
-        if self.mixed and backend == "numba":
-            raise DEMInputError("backend: the numba pair kernel takes one particle material; use numpy or auto")
+        if self.mixed and backend in ("numba", "parallel"):
+            raise DEMInputError(f"backend: the {backend} pair kernel takes one particle material; use numpy or auto")
         self.material, self.law = material, law
-        self.backend = "numba" if (not self.mixed and (backend == "numba" or (backend == "auto" and HAVE_NUMBA
-                                                                                and N >= 1000))) else "numpy"
+        self.backend = "numba" if (not self.mixed and (backend in ("numba", "parallel") or
+                                                       (backend == "auto" and HAVE_NUMBA and N >= 1000))) else "numpy"
+        if self.backend == "numba" and (backend == "parallel" or self.threads > 1):
+            self.backend = "parallel"
+        self._par = None  # per-pair state of the parallel path (models.dem.parallel)
         self.walls: List[Wall] = list(walls or [])
         self.g = np.array(gravity, dtype=np.float64).reshape(3)
         dt = float(dt)
@@ -225,9 +230,43 @@ class DEMSystem:
                 w.v = speed * w.n
             w.p = w.p + w.v * h
 
+    # -- contacts and history of the last evaluation ------------------------------------------
+    @property
+    def contacts_pp(self) -> Optional[ContactSet]:
+        """Particle-particle contacts of the last evaluation (the parallel path compacts them on demand)."""
+        if self._par is not None and self._par.stale:
+            self._compact_parallel()
+        return self._contacts_pp
+
+    @contacts_pp.setter
+    def contacts_pp(self, value: Optional[ContactSet]) -> None:
+        self._contacts_pp = value
+
+    @property
+    def _hist_pp(self):
+        """Tangential history of the particle pairs in contact: (sorted keys i N + j, springs (M, 3) m)."""
+        if self._par is not None and self._par.stale:
+            self._compact_parallel()
+        return self._hist_pp_store
+
+    @_hist_pp.setter
+    def _hist_pp(self, value) -> None:
+        self._hist_pp_store = value
+
+    def _compact_parallel(self) -> None:
+        st = self._par
+        idx = np.flatnonzero(st.on)
+        i, j = st.pairs[idx, 0], st.pairs[idx, 1]
+        self._contacts_pp = ContactSet(i, j, st.delta[idx], st.fn[idx], st.fraw[idx])
+        self._hist_pp_store = ((i * self.N + j, st.xi[idx]) if self.law.tangential != "none"
+                               else (np.empty(0, np.int64), np.empty((0, 3))))
+        st.stale = False
+
     # -- forces ---------------------------------------------------------------------------
     def accel(self, t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Accelerations ``[F/m + g; T/I]`` (2N, 3); advances walls and contact history by dt."""
+        if self.backend == "parallel":
+            return self._accel_parallel(t, q, u)
         N = self.N
         x, v, w = q[:N], u[:N], u[N:]
         self._advance_walls(t)
@@ -241,6 +280,61 @@ class DEMSystem:
             a[:, 2] = 0.0
             alpha[:, :2] = 0.0
         return np.vstack([a, alpha])
+
+    def _accel_parallel(self, t: float, q: np.ndarray, u: np.ndarray, disp2: Optional[float] = None) -> np.ndarray:
+        """:meth:`accel` on ``threads`` threads: compiled neighbour check, per-pair slots, per-particle
+        gather and accelerations (models.dem.parallel); walls, if any, in numpy. ``disp2``: the largest
+        squared displacement (m^2) of q's positions from the neighbour list's reference positions when
+        the caller computed it already (models.dem.stepping)."""
+        from models.dem import parallel as K
+
+        N, law, nl = self.N, self.law, self.nlist
+        q = np.ascontiguousarray(q, dtype=np.float64)
+        u = np.ascontiguousarray(u, dtype=np.float64)
+        x, v, w = q[:N], u[:N], u[N:]
+        self._advance_walls(t)
+        nw = K.use_threads(self.threads)
+        if disp2 is None and nl.x_ref is not None:
+            disp2 = K.max_displacement2(x, nl.x_ref, K.N_BLOCKS)
+        if nl.x_ref is None or disp2 > (0.5 * nl.skin) ** 2:
+            nl._build(x)
+        tang = {"none": 0, "linear": 1, "mindlin": 2}[law.tangential]
+        mu_r = float(law.rolling_friction)
+        st = self._par
+        if st is None or st.n_builds != nl.n_builds:
+            self._par = st = K.PairSlots.build(nl.pairs, N, nl.n_builds, st, self._hist_pp, mu_r > 0.0)
+        eta = -1.0 if law.eta is None else float(law.eta)
+        args = (x, v, w, self.radius, self.mass, st.pairs, st.bounds, self.dt, law.is_hertzian, float(law.hm_c or 0.0),
+                float(law.k_n or 0.0), eta, float(law.zeta or 0.0), bool(law.attractive), tang, float(law.k_t_ratio),
+                float(law.friction), mu_r, self.E_pp, self.G_pp, st.xi, st.f, st.c, st.mr, st.delta, st.fn, st.fraw,
+                st.on, st.diss_b)
+        if nw > 1:
+            K.pair_slots(*args, st.counter, nw)
+        else:  # one thread: the same passes without a thread hand-over
+            K.pair_slots_serial(*args)
+        st.stale = True
+        if not law.is_elastic or tang:
+            self.dissipated += float(np.sum(st.diss_b))
+        out = np.empty((2 * N, 3))
+        torque, rolling = tang > 0 or mu_r > 0.0, mu_r > 0.0
+        if not self.walls:  # forces straight into accelerations
+            args = (st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, self.mass, self.inertia, self.g,
+                    self.dim == 2, out, st.pbounds)
+            if nw > 1:
+                K.gather_accel(*args, st.counter, nw)
+            else:
+                K.gather_accel_serial(*args)
+            return out
+        F = np.empty((N, 3))
+        T = np.empty((N, 3))
+        args = (st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, F, T, st.pbounds)
+        if nw > 1:
+            K.gather(*args, st.counter, nw)
+        else:
+            K.gather_serial(*args)
+        self._wall_forces(x, v, w, F, T)
+        K.accelerations(F, T, self.mass, self.inertia, self.g, self.dim == 2, out)
+        return out
 
     def _tangential(self, hist, keys, n, vrel, vn, delta, k_tan_n, Gstar, Rstar, fn):
         """Tangential forces on the first body (M, 3) and the updated history."""
@@ -324,7 +418,7 @@ class DEMSystem:
         self.contacts_pp = ContactSet(i, j, delta, fn, fn_raw)
 
     def _pair_forces_numba(self, pairs, x, v, w, F, T) -> None:
-        from models.dem.kernels import pair_forces, pair_forces_parallel
+        from models.dem.kernels import pair_forces
 
         law = self.law
         tang = {"none": 0, "linear": 1, "mindlin": 2}[law.tangential]
@@ -334,16 +428,7 @@ class DEMSystem:
                 pairs, hk, np.ascontiguousarray(hx), self.N, self.dt, law.is_hertzian, float(law.hm_c or 0.0),
                 float(law.k_n or 0.0), eta, float(law.zeta or 0.0), bool(law.attractive), tang, float(law.k_t_ratio),
                 float(law.friction), float(law.rolling_friction), self.E_pp, self.G_pp, F, T)
-        if self.threads > 1:
-            import numba
-
-            from models.dem.kernels import prefer_workqueue
-
-            prefer_workqueue()
-            numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))
-            ci, cj, cd, cfn, craw, nk, nx, diss = pair_forces_parallel(*args, self.threads)
-        else:
-            ci, cj, cd, cfn, craw, nk, nx, diss = pair_forces(*args)
+        ci, cj, cd, cfn, craw, nk, nx, diss = pair_forces(*args)
         self._hist_pp = (nk, nx)
         if not law.is_elastic or tang:
             self.dissipated += float(diss)
