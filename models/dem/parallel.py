@@ -26,11 +26,10 @@ from the serial kernel's running sum by round-off (summation order) only.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from models.dem.kernels import HAVE_NUMBA, njit, prange
+from models.dem.kernels import (HAVE_NUMBA, contact_kinematics, njit, normal_force, prange, rolling_moment,
+                               tangential_force)
 
 if HAVE_NUMBA:
     from numba import types
@@ -114,13 +113,7 @@ def _slots_block(p0, p1, x, v, w, radius, mass, pairs, dt, hertz, hm_c, k_n, eta
     for p in range(p0, p1):
         i = pairs[p, 0]
         j = pairs[p, 1]
-        dx = x[j, 0] - x[i, 0]
-        dy = x[j, 1] - x[i, 1]
-        dz = x[j, 2] - x[i, 2]
-        dist = math.sqrt(dx * dx + dy * dy + dz * dz)
-        Ri = radius[i]
-        Rj = radius[j]
-        delta = Ri + Rj - dist
+        delta, nx, ny, nz, vrx, vry, vrz, vn, Rs, ms = contact_kinematics(i, j, x, v, w, radius, mass)
         if delta <= 0.0:
             on[p] = 0
             for a in range(3):
@@ -133,30 +126,7 @@ def _slots_block(p0, p1, x, v, w, radius, mass, pairs, dt, hertz, hm_c, k_n, eta
                 for a in range(3):
                     xi[p, a] = 0.0
             continue
-        nx = dx / dist
-        ny = dy / dist
-        nz = dz / dist
-        ax = Ri * w[i, 0] + Rj * w[j, 0]
-        ay = Ri * w[i, 1] + Rj * w[j, 1]
-        az = Ri * w[i, 2] + Rj * w[j, 2]
-        vrx = v[i, 0] - v[j, 0] + (ay * nz - az * ny)
-        vry = v[i, 1] - v[j, 1] + (az * nx - ax * nz)
-        vrz = v[i, 2] - v[j, 2] + (ax * ny - ay * nx)
-        vn = vrx * nx + vry * ny + vrz * nz
-        Rs = Ri * Rj / (Ri + Rj)
-        ms = mass[i] * mass[j] / (mass[i] + mass[j])
-        if hertz:
-            K = 4.0 / 3.0 * Estar * math.sqrt(Rs)
-            sq = math.sqrt(delta)
-            fel = K * delta * sq
-            ktan = 1.5 * K * sq
-            fraw = fel + hm_c * math.sqrt(ms * ktan) * vn
-        else:
-            fel = k_n * delta
-            ktan = k_n
-            e = eta if eta >= 0.0 else 2.0 * zeta * math.sqrt(ms * k_n)
-            fraw = fel + e * vn
-        fn = fraw if attractive else max(fraw, 0.0)
+        fel, ktan, fraw, fn = normal_force(delta, vn, Rs, ms, hertz, hm_c, k_n, eta, zeta, attractive, Estar)
         diss += (fn - fel) * vn * dt
         ftx = 0.0
         fty = 0.0
@@ -165,43 +135,9 @@ def _slots_block(p0, p1, x, v, w, radius, mass, pairs, dt, hertz, hm_c, k_n, eta
             xx = xi[p, 0]
             xy = xi[p, 1]
             xz = xi[p, 2]
-            mag = math.sqrt(xx * xx + xy * xy + xz * xz)
-            d = xx * nx + xy * ny + xz * nz
-            xx -= d * nx
-            xy -= d * ny
-            xz -= d * nz
-            magn = math.sqrt(xx * xx + xy * xy + xz * xz)
-            if magn > 0.0:
-                s = mag / magn
-                xx *= s
-                xy *= s
-                xz *= s
-            vtx = vrx - vn * nx
-            vty = vry - vn * ny
-            vtz = vrz - vn * nz
-            xx += vtx * dt
-            xy += vty * dt
-            xz += vtz * dt
-            kt = 8.0 * Gstar * math.sqrt(Rs * delta) if tang == 2 else kt_ratio * ktan
-            ftx = -kt * xx
-            fty = -kt * xy
-            ftz = -kt * xz
-            ftm = math.sqrt(ftx * ftx + fty * fty + ftz * ftz)
-            lim = mu * fn
-            if ftm > lim:
-                s = lim / ftm if ftm > 0.0 else 0.0
-                ftx *= s
-                fty *= s
-                ftz *= s
-                if kt > 0.0:
-                    xx = -ftx / kt
-                    xy = -fty / kt
-                    xz = -ftz / kt
-                else:
-                    xx = 0.0
-                    xy = 0.0
-                    xz = 0.0
-                diss += abs(ftx * vtx + fty * vty + ftz * vtz) * dt
+            ftx, fty, ftz, xx, xy, xz, dcut = tangential_force(xx, xy, xz, nx, ny, nz, vrx, vry, vrz, vn, delta,
+                                                              Rs, ktan, fn, dt, tang, kt_ratio, mu, Gstar)
+            diss += dcut
             xi[p, 0] = xx
             xi[p, 1] = xy
             xi[p, 2] = xz
@@ -212,18 +148,7 @@ def _slots_block(p0, p1, x, v, w, radius, mass, pairs, dt, hertz, hm_c, k_n, eta
         c[p, 1] = nz * ftx - nx * ftz
         c[p, 2] = nx * fty - ny * ftx
         if mu_r > 0.0:
-            mx = 0.0
-            my = 0.0
-            mz = 0.0
-            wx = w[i, 0] - w[j, 0]
-            wy = w[i, 1] - w[j, 1]
-            wz = w[i, 2] - w[j, 2]
-            wm = math.sqrt(wx * wx + wy * wy + wz * wz)
-            if wm > 0.0:
-                cc = -mu_r * Rs * fn / wm
-                mx = cc * wx
-                my = cc * wy
-                mz = cc * wz
+            mx, my, mz = rolling_moment(i, j, w, mu_r, Rs, fn)
             mr[p, 0] = mx
             mr[p, 1] = my
             mr[p, 2] = mz
