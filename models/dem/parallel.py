@@ -387,6 +387,15 @@ def kick(v, a, a1, h, v1):  # pragma: no cover - compiled
             v1[k, d] = v[k, d] + 0.5 * (a[k, d] + a1[k, d]) * h
 
 
+def run_pass(threaded, on_caller, args: tuple, counter, n_workers: int) -> None:
+    """One pass: ``threaded(*args, counter, n_workers)`` (blocks handed out to ``n_workers`` numba
+    threads) when ``n_workers`` > 1, else ``on_caller(*args)`` (the same blocks on this thread)."""
+    if n_workers > 1:
+        threaded(*args, counter, n_workers)
+    else:
+        on_caller(*args)
+
+
 def use_threads(n: int) -> int:
     """Run the following parallel passes on ``n`` numba threads (at most numba's pool size), on
     numba's workqueue layer unless the user chose one (:func:`models.dem.kernels.prefer_workqueue`);

@@ -298,40 +298,28 @@ class DEMSystem:
             disp2 = K.max_displacement2(x, nl.x_ref, K.N_BLOCKS)
         if nl.x_ref is None or disp2 > (0.5 * nl.skin) ** 2:
             nl._build(x)
-        tang = {"none": 0, "linear": 1, "mindlin": 2}[law.tangential]
-        mu_r = float(law.rolling_friction)
+        law_args = self._compiled_law_args()
+        tang, mu_r = law_args[6], law_args[9]
         st = self._par
         if st is None or st.n_builds != nl.n_builds:
             self._par = st = K.PairSlots.build(nl.pairs, N, nl.n_builds, st, self._hist_pp, mu_r > 0.0)
-        eta = -1.0 if law.eta is None else float(law.eta)
-        args = (x, v, w, self.radius, self.mass, st.pairs, st.bounds, self.dt, law.is_hertzian, float(law.hm_c or 0.0),
-                float(law.k_n or 0.0), eta, float(law.zeta or 0.0), bool(law.attractive), tang, float(law.k_t_ratio),
-                float(law.friction), mu_r, self.E_pp, self.G_pp, st.xi, st.f, st.c, st.mr, st.delta, st.fn, st.fraw,
-                st.on, st.diss_b)
-        if nw > 1:
-            K.pair_slots(*args, st.counter, nw)
-        else:  # one thread: the same passes without a thread hand-over
-            K.pair_slots_serial(*args)
+        K.run_pass(K.pair_slots, K.pair_slots_serial,
+                   (x, v, w, self.radius, self.mass, st.pairs, st.bounds, self.dt, *law_args, st.xi, st.f, st.c, st.mr,
+                    st.delta, st.fn, st.fraw, st.on, st.diss_b), st.counter, nw)
         st.stale = True
         if not law.is_elastic or tang:
             self.dissipated += float(np.sum(st.diss_b))
         out = np.empty((2 * N, 3))
         torque, rolling = tang > 0 or mu_r > 0.0, mu_r > 0.0
         if not self.walls:  # forces straight into accelerations
-            args = (st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, self.mass, self.inertia, self.g,
-                    self.dim == 2, out, st.pbounds)
-            if nw > 1:
-                K.gather_accel(*args, st.counter, nw)
-            else:
-                K.gather_accel_serial(*args)
+            K.run_pass(K.gather_accel, K.gather_accel_serial,
+                       (st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, self.mass, self.inertia,
+                        self.g, self.dim == 2, out, st.pbounds), st.counter, nw)
             return out
         F = np.empty((N, 3))
         T = np.empty((N, 3))
-        args = (st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, F, T, st.pbounds)
-        if nw > 1:
-            K.gather(*args, st.counter, nw)
-        else:
-            K.gather_serial(*args)
+        K.run_pass(K.gather, K.gather_serial,
+                   (st.ptr, st.inc, st.f, st.c, st.mr, self.radius, torque, rolling, F, T, st.pbounds), st.counter, nw)
         self._wall_forces(x, v, w, F, T)
         K.accelerations(F, T, self.mass, self.inertia, self.g, self.dim == 2, out)
         return out
@@ -417,20 +405,26 @@ class DEMSystem:
             self.dissipated += float(np.sum((fn - self._elastic_force(delta, Estar, Rstar)) * vn)) * self.dt
         self.contacts_pp = ContactSet(i, j, delta, fn, fn_raw)
 
+    def _compiled_law_args(self) -> tuple:
+        """The contact law as the compiled kernels take it: (Hertzian, hm_c, k_n (N/m), eta (N s/m;
+        -1: from zeta), zeta, attractive, tangential law (0 none, 1 linear, 2 Mindlin), k_t / k_n,
+        friction, rolling friction, E* (Pa), G* (Pa))."""
+        law = self.law
+        return (law.is_hertzian, float(law.hm_c or 0.0), float(law.k_n or 0.0),
+                -1.0 if law.eta is None else float(law.eta), float(law.zeta or 0.0), bool(law.attractive),
+                {"none": 0, "linear": 1, "mindlin": 2}[law.tangential], float(law.k_t_ratio), float(law.friction),
+                float(law.rolling_friction), self.E_pp, self.G_pp)
+
     def _pair_forces_numba(self, pairs, x, v, w, F, T) -> None:
         from models.dem.kernels import pair_forces
 
-        law = self.law
-        tang = {"none": 0, "linear": 1, "mindlin": 2}[law.tangential]
-        eta = -1.0 if law.eta is None else float(law.eta)
+        law_args = self._compiled_law_args()
         hk, hx = self._hist_pp
-        args = (np.ascontiguousarray(x), np.ascontiguousarray(v), np.ascontiguousarray(w), self.radius, self.mass,
-                pairs, hk, np.ascontiguousarray(hx), self.N, self.dt, law.is_hertzian, float(law.hm_c or 0.0),
-                float(law.k_n or 0.0), eta, float(law.zeta or 0.0), bool(law.attractive), tang, float(law.k_t_ratio),
-                float(law.friction), float(law.rolling_friction), self.E_pp, self.G_pp, F, T)
-        ci, cj, cd, cfn, craw, nk, nx, diss = pair_forces(*args)
+        ci, cj, cd, cfn, craw, nk, nx, diss = pair_forces(
+            np.ascontiguousarray(x), np.ascontiguousarray(v), np.ascontiguousarray(w), self.radius, self.mass, pairs, hk,
+            np.ascontiguousarray(hx), self.N, self.dt, *law_args, F, T)
         self._hist_pp = (nk, nx)
-        if not law.is_elastic or tang:
+        if not self.law.is_elastic or law_args[6]:
             self.dissipated += float(diss)
         self.contacts_pp = ContactSet(ci, cj, cd, cfn, craw)
 
