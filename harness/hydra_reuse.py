@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 MEMO_SCHEMES = ("file", "pkg")  # files; the ConfigStore (structured://) copies on every load anyway
 _MEMO: Dict[Tuple[Any, ...], Any] = {}
-_INSTALLED = {"pid": None}
 
 
 def _file_stamp(source, config_path: str) -> Optional[Tuple[int, int]]:
@@ -50,12 +49,12 @@ def _file_stamp(source, config_path: str) -> Optional[Tuple[int, int]]:
 def install() -> bool:
     """Keep config files and the plugin registry in this process (module docstring); True when
     newly installed."""
-    if _INSTALLED["pid"] == os.getpid():
-        return False
     from hydra._internal import config_repository as cr
     from hydra.core.object_type import ObjectType
 
     plain_load = cr.ConfigRepository.load_config
+    if getattr(plain_load, "harness_memo", False):  # installed already (here, or in the parent of a fork)
+        return False
 
     def load_config(self, config_path: str):
         source = self._find_object_source(config_path=config_path, object_type=ObjectType.CONFIG)
@@ -76,11 +75,10 @@ def install() -> bool:
         self.delegate = copy.copy(delegate)
         self.cache = {}
 
+    load_config.harness_memo = True
     cr.ConfigRepository.load_config = load_config
     cr.CachingConfigRepository.__init__ = caching_init
     _keep_plugin_registry()
-    _MEMO.clear()
-    _INSTALLED["pid"] = os.getpid()
     log.debug("hydra config loads memoised in process %d", os.getpid())
     return True
 

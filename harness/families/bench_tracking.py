@@ -140,8 +140,8 @@ def machine_busy_cpu_s() -> Optional[float]:
 class _Writers:
     """``n`` writer processes that log to the stores phase by phase, started together each time."""
 
-    def __init__(self, n: int, stores: List[Dict[str, Any]], record: Dict[str, Any], runs: int):
-        spec = json.dumps({"stores": stores, "record": record, "runs": runs})
+    def __init__(self, n: int, stores: List[Dict[str, Any]], record: Dict[str, Any], runs: int, repeats: int):
+        spec = json.dumps({"stores": stores, "record": record, "runs": runs, "repeats": repeats})
         env = dict(os.environ, OMP_NUM_THREADS="1", CI="1")
         self.procs = [subprocess.Popen([sys.executable, "-m", "harness.families.bench_tracking", spec], env=env,
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -175,10 +175,8 @@ class _Writers:
             proc.wait()
 
 
-def _summary(uri: str, exp_id: str, phase: Tuple[List[Dict[str, Any]], Optional[float]]) -> Dict[str, Any]:
+def _summary(uri: str, exp_id: str, results: List[Dict[str, Any]], machine_cpu_s: Optional[float]) -> Dict[str, Any]:
     from harness import tracking
-
-    results, machine_cpu_s = phase
 
     start = min(r["start"] for r in results)
     end = max(r["end"] for r in results)
@@ -221,15 +219,15 @@ def _bench(p: Dict[str, Any], ctx: RunContext) -> CaseResult:
               {"name": "server", "uri": server, "artifact_root": None}]
     for st in stores:  # the experiments exist before any writer starts
         st["experiment_id"] = tracking.ensure_experiment(st["uri"], EXPERIMENT, st["artifact_root"])
-    repeats = int(p.get("repeats", 1))
-    writers = _Writers(p["writers"], stores * repeats, record, p["runs_per_writer"])
+    repeats = p["repeats"]
+    writers = _Writers(p["writers"], stores, record, p["runs_per_writer"], repeats)
     rounds: List[Dict[str, Any]] = []
     try:
         for k in range(repeats):  # sqlite, then the server, in turns: the same writer processes, started together
             for st in stores:
                 with ctx.stage(st["name"]):
                     rounds.append({"store": st["name"], "round": k,
-                                   **_summary(st["uri"], st["experiment_id"], writers.phase())})
+                                   **_summary(st["uri"], st["experiment_id"], *writers.phase())})
     finally:
         writers.close()
     best = {name: max((r for r in rounds if r["store"] == name), key=lambda r: r["runs_per_s"])
@@ -290,13 +288,13 @@ def _writer(spec: Dict[str, Any]) -> None:
 
     from harness import tracking
 
-    stores = spec["stores"]  # in the order of the rounds: a store comes again in every round
-    for st in {st["name"]: st for st in stores}.values():
+    stores = spec["stores"]
+    for st in stores:
         c = tracking.client(st["uri"])
         _harness_run(st, spec["record"], "warmup-" + uuid.uuid4().hex)
         _raw_run(c, st["experiment_id"], spec["record"], "warmup-" + uuid.uuid4().hex)
     print("ready", flush=True)
-    for st in stores:
+    for st in stores * spec["repeats"]:  # the rounds: every store in turn, ``repeats`` times
         if sys.stdin.readline().strip() != "go":
             raise SystemExit("bench writer: no go")
         c = tracking.client(st["uri"])
