@@ -81,9 +81,11 @@ def _hydra_main(task=None) -> None:
     import hydra
 
     from harness.configs import register_all
+    from harness.joblib_shared import install as share_joblib_state
 
     register_resolvers()
     register_all()
+    share_joblib_state()
     hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=CONFIG_NAME)(task or _task)()
 
 

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from mlflow.tracking import MlflowClient
 
 
@@ -55,8 +56,20 @@ def test_joblib_sixteen_jobs_over_two_workers_lose_no_run(tmp_path, sc):
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "study sweep  PASS  jobs=16 failed=0" in res.stdout
     assert res.stdout.count("load_transfer/sign  PASS") == 16
-    _, workers = check_sweep(sc.latest_sweep(out), f"sqlite:///{out}/mlflow.db", 16)
+    sweep = sc.latest_sweep(out)
+    _, workers = check_sweep(sweep, f"sqlite:///{out}/mlflow.db", 16)
     assert len(workers) == 2, workers  # two worker processes shared the sixteen jobs
+    # the sweep's state went to the workers once (harness.joblib_shared), each job got its own config
+    assert "launching 16 jobs (shared state" in res.stdout + res.stderr
+    client = MlflowClient(f"sqlite:///{out}/mlflow.db")
+    rings = []
+    for j in range(16):
+        job = yaml.safe_load((sweep / str(j) / ".hydra" / "config.yaml").read_text())
+        assert (sweep / str(j) / ".hydra" / "hydra.yaml").is_file()
+        run_id = json.loads((sweep / str(j) / "outcome.json").read_text())["mlflow_run_id"]
+        assert client.get_run(run_id).data.params["source.n_rings"] == str(job["source"]["n_rings"])
+        rings.append(job["source"]["n_rings"])
+    assert sorted(rings) == list(range(4, 20))
 
 
 def test_a_crashing_job_is_reported_and_the_study_still_ends(tmp_path, sc):
