@@ -59,9 +59,89 @@ class CompiledVelocityVerlet:
                                                        disp2_b)
         return VerletState(t1, x1, v1, a1, s.step + 1, {"x_next": x2, "v_pred": vp, "disp2": float(disp2_b.max())})
 
+    def advance(self, s: VerletState, n_steps: int) -> VerletState:
+        """``n_steps`` steps from ``s``; the same trajectory, contacts, history and dissipated energy
+        as that many :meth:`step` calls. Without walls the steps between two neighbour-list builds
+        run in one compiled loop per thread (:mod:`models.dem.step_loop`, threads of
+        :mod:`models.dem.team`); with walls (numpy wall forces) step by step."""
+        n_steps = int(n_steps)
+        if self.system.walls or n_steps < 1:
+            for _ in range(n_steps):
+                s = self.step(s)
+            return s
+        return self._advance_compiled(s, n_steps)
+
+    def _advance_compiled(self, s: VerletState, n_steps: int) -> VerletState:
+        from models.dem import parallel as K
+        from models.dem import team
+        from models.dem.step_loop import verlet_steps
+
+        system, h = self.system, self.dt
+        N, nl = system.N, system.nlist
+        xbuf = np.empty((2,) + s.x.shape)
+        abuf = np.empty((2,) + s.a.shape)
+        abuf[0] = s.a
+        if "x_next" in s.aux:  # drift done by the previous step, with its displacement check
+            xbuf[0] = s.aux["x_next"]
+            vp = np.array(s.aux["v_pred"], dtype=np.float64)
+            disp2 = s.aux["disp2"]
+        else:
+            vp = np.empty_like(s.v)
+            K.drift(s.x, s.v, s.a, h, xbuf[0], vp)
+            disp2 = None if nl.x_ref is None else float(K.max_displacement2(xbuf[0][:N], nl.x_ref, K.N_BLOCKS))
+        v = np.array(s.v, dtype=np.float64)
+        n_threads = max(1, min(system.threads, _cores()))
+        law_args = system._compiled_law_args()
+        tang, mu_r = law_args[6], law_args[9]
+        torque, rolling, planar = tang > 0 or mu_r > 0.0, mu_r > 0.0, system.dim == 2
+        count_diss = not system.law.is_elastic or tang
+        limit2 = (0.5 * nl.skin) ** 2
+        sync = team.new_sync()
+        t, done = s.t, 0
+        while done < n_steps:
+            x1 = xbuf[done % 2][:N]
+            if nl.x_ref is None or disp2 > limit2:
+                nl._build(x1)
+                disp2 = 0.0
+            st = system._par
+            if st is None or st.n_builds != nl.n_builds:
+                system._par = st = K.PairSlots.build(nl.pairs, N, nl.n_builds, st, None if st else system._hist_pp,
+                                                     mu_r > 0.0)
+            disp2_b = np.zeros(st.pbounds.size - 1)
+            disp2_b[0] = disp2
+            diss_steps = np.zeros((n_steps - done, st.bounds.size - 1))
+            args = (limit2, xbuf, nl.x_ref, v, vp, abuf, system.radius, system.mass, system.inertia, system.g, planar,
+                    st.pairs, st.bounds, st.pbounds, st.ptr, st.inc, h, *law_args, st.xi, st.f, st.c, st.mr, st.delta,
+                    st.fn, st.fraw, st.on, st.diss_b, diss_steps, disp2_b, torque, rolling)
+            sync[:] = 0
+            verlet_steps(0, 1, sync, done, 0, *args)  # zero steps: compiled (or loaded) before the threads start
+            k = team.run_team(lambda tid: verlet_steps(tid, n_threads, sync, done, n_steps - done, *args), n_threads,
+                              sync)
+            if k < 0:
+                raise RuntimeError("CompiledVelocityVerlet: the step loop was aborted")
+            st.stale = True
+            for row in np.sum(diss_steps[:k], axis=1) if count_diss else ():
+                system.dissipated += float(row)  # step by step, as the per-step path adds
+            for _ in range(k):
+                t = t + h
+            done += k
+            self.n_accel += k
+            disp2 = float(disp2_b.max())
+        system._t_last = t
+        x_last = xbuf[(done - 1) % 2]
+        return VerletState(t, x_last, v, abuf[done % 2], s.step + n_steps,
+                           {"x_next": xbuf[done % 2], "v_pred": vp, "disp2": disp2})
+
     def run(self, t0: float, q0, u0, n_steps: int) -> VerletState:
-        """Start and take ``n_steps`` steps."""
-        s = self.start(t0, q0, u0)
-        for _ in range(int(n_steps)):
-            s = self.step(s)
-        return s
+        """Start and take ``n_steps`` steps (:meth:`advance`)."""
+        return self.advance(self.start(t0, q0, u0), n_steps)
+
+
+def _cores() -> int:
+    """Cores this process may run on (threads beyond them would only wait at the barriers)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
