@@ -58,6 +58,56 @@ def test_single_run_and_study_are_recorded_on_the_postgres_server(team_stack, tm
     assert sorted(k.data.params["case.params.n_base"] for k in got["children"]) == ["16", "32", "8"]
 
 
+def _artifact_paths(client, run_id: str, path=None) -> set:
+    out = set()
+    for a in client.list_artifacts(run_id, path):
+        out |= _artifact_paths(client, run_id, a.path) if a.is_dir else {a.path}
+    return out
+
+
+def test_a_record_is_ended_only_after_every_request_of_it_was_answered(team_stack, tmp_path):
+    """harness.tracking.record_run on the PostgreSQL server: the tags go with the run's creation
+    (or a log_batch beyond 100), the log_batch and the artifact uploads go out at the same time,
+    and the run is ended only when every one was answered. A record the server refuses fails the
+    whole record (TrackingError) and its run is not ended (harness.sync deletes and re-sends such
+    a run); the answered uploads are there, in the directory layout of MlflowClient.log_artifacts."""
+    from harness import tracking
+
+    uri, experiment = team_stack.uri, "harness/team_record_run"
+    art = tmp_path / "run"
+    (art / "sub" / "deeper").mkdir(parents=True)
+    files = {"a.txt": "a", "sub/b.txt": "bb", "sub/deeper/c.json": '{"c": 3}'}
+    for rel, text in files.items():
+        (art / rel).write_text(text)
+    client = MlflowClient(uri)
+    for n_tags in (3, 120):  # within one request of create_run; beyond MLflow's 100 tags per request
+        tags = {f"t{i}": f"v{i}" for i in range(n_tags)}
+        uid = tracking.new_run_uid()
+        run_id = tracking.record_run(uri=uri, artifact_root=None, experiment=experiment, run_name="ok",
+                                     params={"p": "1"}, metrics={"m": 0.5}, series={"s": [1.0, 2.0, 3.0]},
+                                     tags=tags, artifacts_dir=art, status="FINISHED", run_uid=uid,
+                                     start_ms=1_000, end_ms=2_000)
+        run = client.get_run(run_id)
+        assert run.info.status == "FINISHED" and (run.info.start_time, run.info.end_time) == (1_000, 2_000)
+        assert run.data.params == {"p": "1"} and run.data.metrics == {"m": 0.5, "s": 3.0}
+        assert [m.value for m in client.get_metric_history(run_id, "s")] == [1.0, 2.0, 3.0]
+        assert {k: v for k, v in run.data.tags.items() if not k.startswith("mlflow.")} == {
+            **tags, tracking.RUN_UID_TAG: uid}
+        assert _artifact_paths(client, run_id) == set(files)
+        got = client.download_artifacts(run_id, "sub/deeper/c.json", str(tmp_path / f"dl{n_tags}"))
+        assert open(got).read() == files["sub/deeper/c.json"]
+
+    uid = tracking.new_run_uid()
+    with pytest.raises(tracking.TrackingError, match="tracking store"):
+        tracking.record_run(uri=uri, artifact_root=None, experiment=experiment, run_name="refused",
+                            params={"p": "1"}, metrics={"../not-a-metric-name": 1.0}, series={}, tags={},
+                            artifacts_dir=art, status="FINISHED", run_uid=uid)
+    exp_id = client.get_experiment_by_name(experiment).experiment_id
+    refused = tracking.find_run_by_uid(uri, exp_id, uid)
+    assert refused is not None and refused.info.status == "RUNNING" and refused.info.end_time is None
+    assert _artifact_paths(client, refused.info.run_id) == set(files)
+
+
 def test_server_stopped_mid_sweep_then_restarted_and_synced_holds_every_run_once(team_stack, tmp_path, tm):
     out = tmp_path / "outputs"
     uri = team_stack.uri
