@@ -237,24 +237,31 @@ def gather_serial(ptr, inc, f, c, mr, radius, torque, rolling, F, T, pbounds):  
     _gather_block(0, ptr.size - 1, ptr, inc, f, c, mr, radius, torque, rolling, F, T)
 
 
+@njit(cache=True, inline="always")
+def particle_accel(k, N, ptr, inc, f, c, mr, radius, torque, rolling, mass, inertia, g, planar,
+                   out):  # pragma: no cover - compiled
+    """Row k of ``out`` = F/m + g and row N + k = T/I of particle k from its pairs (planar: in-plane)."""
+    fx, fy, fz, tx, ty, tz = _row_sums(k, ptr, inc, f, c, mr, radius[k], torque, rolling)
+    m = mass[k]
+    inr = inertia[k]
+    out[k, 0] = fx / m + g[0]
+    out[k, 1] = fy / m + g[1]
+    out[k, 2] = fz / m + g[2]
+    out[N + k, 0] = tx / inr
+    out[N + k, 1] = ty / inr
+    out[N + k, 2] = tz / inr
+    if planar:
+        out[k, 2] = 0.0
+        out[N + k, 0] = 0.0
+        out[N + k, 1] = 0.0
+
+
 @njit(cache=True)
 def _gather_accel_block(k0, k1, ptr, inc, f, c, mr, radius, torque, rolling, mass, inertia, g, planar,
                         out):  # pragma: no cover - compiled
     N = ptr.size - 1
     for k in range(k0, k1):
-        fx, fy, fz, tx, ty, tz = _row_sums(k, ptr, inc, f, c, mr, radius[k], torque, rolling)
-        m = mass[k]
-        inr = inertia[k]
-        out[k, 0] = fx / m + g[0]
-        out[k, 1] = fy / m + g[1]
-        out[k, 2] = fz / m + g[2]
-        out[N + k, 0] = tx / inr
-        out[N + k, 1] = ty / inr
-        out[N + k, 2] = tz / inr
-        if planar:
-            out[k, 2] = 0.0
-            out[N + k, 0] = 0.0
-            out[N + k, 1] = 0.0
+        particle_accel(k, N, ptr, inc, f, c, mr, radius, torque, rolling, mass, inertia, g, planar, out)
 
 
 @njit(cache=True, parallel=True)

@@ -20,7 +20,7 @@ allows (the caller rebuilds the list and enters again) or after ``n_max`` steps.
 from __future__ import annotations
 
 from models.dem.kernels import njit
-from models.dem.parallel import _row_sums, _slots_block
+from models.dem.parallel import _slots_block, particle_accel
 from models.dem.team import aborted, barrier, reset, take
 
 PAIRS, PARTICLES = 0, 1  # work counters of the two passes
@@ -35,19 +35,7 @@ def _gather_kick_drift_block(k0, k1, ptr, inc, f, c, mr, radius, torque, rolling
     N = x_ref.shape[0]
     best = 0.0
     for k in range(k0, k1):
-        fx, fy, fz, tx, ty, tz = _row_sums(k, ptr, inc, f, c, mr, radius[k], torque, rolling)
-        m = mass[k]
-        inr = inertia[k]
-        a1[k, 0] = fx / m + g[0]
-        a1[k, 1] = fy / m + g[1]
-        a1[k, 2] = fz / m + g[2]
-        a1[N + k, 0] = tx / inr
-        a1[N + k, 1] = ty / inr
-        a1[N + k, 2] = tz / inr
-        if planar:
-            a1[k, 2] = 0.0
-            a1[N + k, 0] = 0.0
-            a1[N + k, 1] = 0.0
+        particle_accel(k, N, ptr, inc, f, c, mr, radius, torque, rolling, mass, inertia, g, planar, a1)
         for r in (k, N + k):
             for d in range(3):
                 vv = v[r, d] + 0.5 * (a[r, d] + a1[r, d]) * h
