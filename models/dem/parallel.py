@@ -460,6 +460,22 @@ class PairSlots:
         return cls(pairs, N, n_builds, xi, rolling)
 
 
+@njit(cache=True, inline="always")
+def particle_kick_drift(k, N, v, a, a1, h, x1, x_ref, v1, x2, vp2):  # pragma: no cover - compiled
+    """Particle k (rows k and N + k): ``v1 = v + (a + a1) h / 2``, ``x2 = x1 + v1 h + a1 h^2 / 2``,
+    ``vp2 = v1 + a1 h`` (``v1`` may be ``v``); returns its squared displacement from ``x_ref`` (m^2)."""
+    for r in (k, N + k):
+        for d in range(3):
+            vv = v[r, d] + 0.5 * (a[r, d] + a1[r, d]) * h
+            v1[r, d] = vv
+            x2[r, d] = x1[r, d] + vv * h + 0.5 * a1[r, d] * h * h
+            vp2[r, d] = vv + a1[r, d] * h
+    dx = x2[k, 0] - x_ref[k, 0]
+    dy = x2[k, 1] - x_ref[k, 1]
+    dz = x2[k, 2] - x_ref[k, 2]
+    return dx * dx + dy * dy + dz * dz
+
+
 @njit(cache=True)
 def _kick_drift_block(k0, k1, v, a, a1, h, x1, x_ref, v1, x2, vp2):  # pragma: no cover - compiled
     """Particles k0..k1-1 of :func:`kick_drift` (rows k and N + k); returns their largest squared
@@ -467,16 +483,7 @@ def _kick_drift_block(k0, k1, v, a, a1, h, x1, x_ref, v1, x2, vp2):  # pragma: n
     N = x_ref.shape[0]
     best = 0.0
     for k in range(k0, k1):
-        for r in (k, N + k):
-            for d in range(3):
-                vv = v[r, d] + 0.5 * (a[r, d] + a1[r, d]) * h
-                v1[r, d] = vv
-                x2[r, d] = x1[r, d] + vv * h + 0.5 * a1[r, d] * h * h
-                vp2[r, d] = vv + a1[r, d] * h
-        dx = x2[k, 0] - x_ref[k, 0]
-        dy = x2[k, 1] - x_ref[k, 1]
-        dz = x2[k, 2] - x_ref[k, 2]
-        d2 = dx * dx + dy * dy + dz * dz
+        d2 = particle_kick_drift(k, N, v, a, a1, h, x1, x_ref, v1, x2, vp2)
         if d2 > best:
             best = d2
     return best

@@ -20,7 +20,7 @@ allows (the caller rebuilds the list and enters again) or after ``n_max`` steps.
 from __future__ import annotations
 
 from models.dem.kernels import njit
-from models.dem.parallel import _slots_block, particle_accel
+from models.dem.parallel import _slots_block, particle_accel, particle_kick_drift
 from models.dem.team import aborted, barrier, reset, take
 
 PAIRS, PARTICLES = 0, 1  # work counters of the two passes
@@ -36,16 +36,7 @@ def _gather_kick_drift_block(k0, k1, ptr, inc, f, c, mr, radius, torque, rolling
     best = 0.0
     for k in range(k0, k1):
         particle_accel(k, N, ptr, inc, f, c, mr, radius, torque, rolling, mass, inertia, g, planar, a1)
-        for r in (k, N + k):
-            for d in range(3):
-                vv = v[r, d] + 0.5 * (a[r, d] + a1[r, d]) * h
-                v[r, d] = vv
-                x2[r, d] = x1[r, d] + vv * h + 0.5 * a1[r, d] * h * h
-                vp2[r, d] = vv + a1[r, d] * h
-        dx = x2[k, 0] - x_ref[k, 0]
-        dy = x2[k, 1] - x_ref[k, 1]
-        dz = x2[k, 2] - x_ref[k, 2]
-        d2 = dx * dx + dy * dy + dz * dz
+        d2 = particle_kick_drift(k, N, v, a, a1, h, x1, x_ref, v, x2, vp2)  # the kick in place
         if d2 > best:
             best = d2
     return best
