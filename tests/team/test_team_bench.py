@@ -45,6 +45,9 @@ def test_tracking_server_benchmark_logs_what_it_measured(team_stack, tmp_path, t
     assert bench["server"]["uri"] == team_stack.uri and bench["sqlite"]["uri"].startswith("sqlite:///")
     assert m["server_runs_per_s"] == pytest.approx(bench["server"]["runs"] / bench["server"]["wall_s"], rel=1e-12)
     assert m["server_to_sqlite"] == pytest.approx(m["server_runs_per_s"] / m["sqlite_runs_per_s"], rel=1e-12)
+    harness_median = {store: statistics.median(t for r in rounds if r["store"] == store for w in r["writers"]
+                                               for t in w["harness_s"]) for store in ("sqlite", "server")}
+    assert m["server_to_sqlite_harness"] == pytest.approx(harness_median["sqlite"] / harness_median["server"], rel=1e-12)
     server_rounds = [r for r in rounds if r["store"] == "server"]
     harness_s = [t for r in server_rounds for w in r["writers"] for t in w["harness_s"]]
     raw_s = [t for r in server_rounds for w in r["writers"] for t in w["raw_s"]]
