@@ -21,9 +21,7 @@ from __future__ import annotations
 
 from models.dem.kernels import njit
 from models.dem.parallel import _slots_block, particle_accel, particle_kick_drift
-from models.dem.team import aborted, barrier, reset, take
-
-PAIRS, PARTICLES = 0, 1  # work counters of the two passes
+from models.dem.team import aborted, barrier, reset, take_near
 
 
 @njit(nogil=True, cache=True)
@@ -75,9 +73,11 @@ def verlet_steps(tid, n_threads, sync, k0, n_max, limit2, xbuf, x_ref, v, vp, ab
         vs = vp[:w_off]
         ws = vp[w_off:]
         if tid == 0:
-            reset(sync, PARTICLES)  # no thread takes particle blocks before the next barrier
+            for q in range(n_threads):  # no thread takes particle blocks before the next barrier
+                reset(sync, n_threads + q)
+        r = 0
         while True:
-            b = take(sync, PAIRS)
+            b, r = take_near(sync, 0, tid, n_threads, CP, r)  # pair counters 0 .. n_threads - 1
             if b >= CP:
                 break
             diss_b[b] = _slots_block(bounds[b], bounds[b + 1], xs, vs, ws, radius, mass, pairs, dt, hertz, hm_c, k_n,
@@ -86,11 +86,13 @@ def verlet_steps(tid, n_threads, sync, k0, n_max, limit2, xbuf, x_ref, v, vp, ab
         if not barrier(sync, n_threads):
             return -1
         if tid == 0:
-            reset(sync, PAIRS)
+            for q in range(n_threads):
+                reset(sync, q)
             for b in range(CP):
                 diss_steps[done, b] = diss_b[b]
+        r = 0
         while True:
-            b = take(sync, PARTICLES)
+            b, r = take_near(sync, n_threads, tid, n_threads, CK, r)  # particle counters n_threads .. 2 n_threads - 1
             if b >= CK:
                 break
             disp2_b[b] = _gather_kick_drift_block(pbounds[b], pbounds[b + 1], ptr, inc, f, c, mr, radius, torque,

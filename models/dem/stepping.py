@@ -124,7 +124,7 @@ class CompiledVelocityVerlet:
         torque, rolling, planar = tang > 0 or mu_r > 0.0, mu_r > 0.0, system.dim == 2
         count_diss = not system.law.is_elastic or tang
         limit2 = (0.5 * nl.skin) ** 2
-        sync = team.new_sync()
+        sync = team.new_sync(2 * n_threads)  # a pair and a particle counter per thread (step_loop)
         t, done = s.t, 0
         while done < n_steps:
             x1 = xbuf[(k0 + done) % 2][:N]

@@ -8,7 +8,8 @@ same compiled function once and stay in it for many steps, meeting at :func:`bar
 passes, as MPI ranks do.
 
 Shared state is one int64 array (:func:`new_sync`): the barrier's arrival count and generation,
-work counters for the dynamic hand-out of blocks (:func:`take`), and an abort flag, each on its
+work counters for the hand-out of blocks (:func:`take_near`: each thread its own range of blocks
+first, then the others'), and an abort flag, each on its
 own cache line. A waiting thread spins a bounded number of times (about 0.25 ms: a quiet
 partner arrives within a block's time), then sleeps briefly between checks, so a thread whose
 partner was descheduled leaves its core idle and the scheduler can move the partner onto it
@@ -41,9 +42,9 @@ SPINS = 8000  # busy checks of a barrier (x86 pause, ~30 ns each: ~0.25 ms) befo
 NAP_US = 20  # sleep between later checks (us; ~0.1 ms with the timer slack): the core is free meanwhile
 
 
-def new_sync() -> np.ndarray:
-    """A zeroed sync array: barrier, abort flag and :data:`N_COUNTERS` work counters."""
-    return np.zeros((3 + N_COUNTERS) * LINE, np.int64)
+def new_sync(n_counters: int = N_COUNTERS) -> np.ndarray:
+    """A zeroed sync array: barrier, abort flag and ``n_counters`` work counters."""
+    return np.zeros((3 + max(n_counters, N_COUNTERS)) * LINE, np.int64)
 
 
 def counter_slot(k: int) -> int:
@@ -125,9 +126,22 @@ def _nap(typingctx, microseconds):
 
 
 @njit(nogil=True, cache=True)
-def take(sync, k):  # pragma: no cover - compiled
-    """Next block index from work counter ``k`` (blocks go to whichever thread asks first)."""
-    return _add(sync, (3 + k) * LINE, 1)
+def take_near(sync, first, tid, n_threads, n_blocks, r):  # pragma: no cover - compiled
+    """Next block in [0, n_blocks) for thread ``tid``, or ``n_blocks`` when every block is taken.
+
+    The blocks are cut into ``n_threads`` contiguous ranges, range q handed out by work counter
+    ``first + q``: a thread takes the blocks of its own range first (the particles whose data it
+    wrote in the previous pass are in its cache), then helps with the next ranges in turn, so a
+    thread held up elsewhere still has its blocks taken. ``r``: how many ranges this thread has
+    found exhausted in this pass (0 at its start). Returns (block, r)."""
+    while r < n_threads:
+        q = (tid + r) % n_threads
+        lo = q * n_blocks // n_threads
+        j = _add(sync, (3 + first + q) * LINE, 1)
+        if lo + j < (q + 1) * n_blocks // n_threads:
+            return lo + j, r
+        r += 1
+    return n_blocks, r
 
 
 @njit(nogil=True, cache=True)

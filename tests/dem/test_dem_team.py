@@ -29,18 +29,21 @@ if HAVE_NUMBA:
 
     @njit(nogil=True)
     def _blocks(tid, n, sync, owner, rounds):
-        """Blocks handed out by a work counter: every block taken exactly once per round."""
+        """Blocks handed out by the per-thread range counters 0 .. n - 1 (take_near): every block taken
+        exactly once per round."""
         C = owner.shape[1]
         for r in range(rounds):
+            q = 0
             while True:
-                b = team.take(sync, 0)
+                b, q = team.take_near(sync, 0, tid, n, C, q)
                 if b >= C:
                     break
                 owner[r, b] += tid + 1
             if not team.barrier(sync, n):
                 return -1
             if tid == 0:
-                team.reset(sync, 0)
+                for k in range(n):
+                    team.reset(sync, k)
             if not team.barrier(sync, n):
                 return -1
         return rounds
@@ -55,11 +58,42 @@ def test_barrier_orders_the_threads_writes(n):
     assert np.all(slots[::8] == 2000) and np.all(seen == 0)
 
 
-def test_every_block_taken_once():
-    sync = team.new_sync()
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_every_block_taken_once(n):
+    sync = team.new_sync(n)
     owner = np.zeros((300, 64), np.int64)
-    assert team.run_team(lambda tid: _blocks(tid, 2, sync, owner, 300), 2, sync) == 300
-    assert np.all((owner == 1) | (owner == 2))
+    assert team.run_team(lambda tid: _blocks(tid, n, sync, owner, 300), n, sync) == 300
+    assert np.all((owner >= 1) & (owner <= n))  # one thread's mark: taken once
+
+
+def test_blocks_of_a_late_thread_are_taken_by_the_others():
+    """Thread 1 starts late: thread 0 takes its own range first (in order), then all of thread 1's."""
+    sync = team.new_sync(2)
+    owner = np.zeros((1, 64), np.int64)
+    order = np.full(64, -1, np.int64)
+
+    @njit(nogil=True)
+    def first_pass(tid, n, sync, owner, order):
+        q, k = 0, 0
+        while True:
+            b, q = team.take_near(sync, 0, tid, n, owner.shape[1], q)
+            if b >= owner.shape[1]:
+                break
+            owner[0, b] += tid + 1
+            if tid == 0:
+                order[k] = b
+                k += 1
+        return k
+
+    def body(tid):
+        if tid == 1:
+            time.sleep(0.2)
+        return first_pass(tid, 2, sync, owner, order)
+
+    first_pass(0, 1, team.new_sync(1), np.zeros((1, 4), np.int64), np.zeros(4, np.int64))  # compiled beforehand
+    assert team.run_team(body, 2, sync) == 64
+    assert np.all(owner == 1)
+    assert list(order) == list(range(64))  # its own half 0..31 first, then the late thread's 32..63
 
 
 @pytest.mark.parametrize("failing", [0, 1])
