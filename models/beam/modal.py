@@ -123,7 +123,8 @@ def constrained_modes(M: np.ndarray, K: np.ndarray, C: np.ndarray, n_modes: int,
             raise ValueError(f"kind={kind!r} needs a beam DOF layout: n = {n} is not a multiple of "
                              f"{DOFS_PER_NODE}; pass basis=Ψ for a reduced model")
         other = ax if kind == "bending" else np.setdiff1d(np.arange(to_full.shape[0]), ax)
-        C = np.vstack([C, to_full[other]]) if C.size else to_full[other]
+        rows = _kind_rows(to_full[other], to_full if basis is not None else None)
+        C = np.vstack([C, rows]) if C.size else rows
     Z = sla.null_space(C) if C.shape[0] else np.eye(n)
     if n_modes < 1 or n_modes > Z.shape[1]:
         what = "free DOFs" if kind is None else f"free {kind} DOFs"
@@ -141,6 +142,26 @@ def constrained_modes(M: np.ndarray, K: np.ndarray, C: np.ndarray, n_modes: int,
         frac = np.sum(full[ax] ** 2, axis=0) / np.maximum(np.sum(full ** 2, axis=0), np.finfo(float).tiny)
         kinds = np.where(frac > 0.5, "axial", "bending").astype(object)
     return Modes(omega, Phi, np.asarray(kinds, dtype=object), frac)
+
+
+KIND_RTOL = 1e-6  # reduced bases: the other family's content below this (relative amplitude) is round-off
+
+
+def _kind_rows(rows: np.ndarray, basis: Optional[np.ndarray]) -> np.ndarray:
+    """The constraint rows that select one family: the other family's DOFs held at zero.
+
+    For a reduced basis Ψ the rows Ψ[other] of a basis built from one family's modes hold only the
+    round-off of its eigenvectors (relative amplitudes 1e-18 to 1e-7 here), not a motion of the
+    other family; used as they are, ``null_space`` would count every direction above its own
+    round-off threshold (~1e-15 of the largest row) as a constraint and remove about half of the
+    basis, and which half would depend on the LAPACK build. Directions of Ψ[other] below
+    :data:`KIND_RTOL` of Ψ's largest column are dropped (an SVD of the rows); on the beam's own DOFs
+    (``basis`` None: unit rows) nothing is dropped."""
+    if basis is None or rows.size == 0:
+        return rows
+    _, sig, Vt = np.linalg.svd(rows, full_matrices=False)
+    scale = float(np.max(np.linalg.norm(basis, axis=0), initial=0.0))
+    return (sig[:, None] * Vt)[sig > KIND_RTOL * scale]
 
 
 def static_solution(K: np.ndarray, C: np.ndarray, f: np.ndarray):

@@ -66,6 +66,37 @@ def test_reduced_modes_match_the_manual_route_and_bound_the_full_model_from_abov
     assert np.allclose(p.reduced_modes(basis, 2).omega, p.reduced_modes(basis, 2, s=1.1).omega)
 
 
+def test_kind_on_a_reduced_basis_ignores_round_off_and_keeps_out_real_motion_of_the_other_family():
+    """The POD basis of bending snapshots holds axial round-off only (1e-18 to 1e-7 here): kind="bending"
+    keeps the whole basis (reduced = full at a snapshot position, whatever the round-off), while a
+    basis column with real axial motion is still held out of the bending modes."""
+    from models.beam.modal import axial_dofs
+
+    p = _problem()
+    basis = GlobalPODReductor(n_snap=5, r_snap=6, r_glob=20).build(p, time_grid(1.0, 1e-3))
+    s = 1.1  # a snapshot position (linspace(0.5, 1.7, 5))
+    full = p.full_modes(4, s=s, kind="bending").omega
+    C = p.constraint().slider_rows(np.array([s])).project(basis.Psi, "n")
+    Mr, Kr = basis.Psi.T @ p.beam.M @ basis.Psi, basis.Psi.T @ p.beam.K @ basis.Psi
+    ax = axial_dofs(p.beam.ndof)
+    for noise in (0.0, 1e-12, 1e-9):  # round-off of other LAPACK builds, and more
+        Psi = basis.Psi.copy()
+        Psi[ax] += noise * np.random.default_rng(3).standard_normal((ax.size, Psi.shape[1]))
+        red = constrained_modes(0.5 * (Mr + Mr.T), 0.5 * (Kr + Kr.T), C, 4, kind="bending", basis=Psi)
+        assert np.allclose(red.omega, full, rtol=1e-8), noise
+    # a basis with the first axial mode appended: kind="bending" excludes it exactly, kind=None finds it
+    beam = p.beam
+    Cc = SlidingConstraint(beam, slider=False).matrix(None)
+    axial = constrained_modes(beam.M, beam.K, Cc, 1, kind="axial").shapes[:, 0]
+    Psi2 = np.column_stack([basis.Psi, axial / np.linalg.norm(axial)])
+    M2, K2 = Psi2.T @ beam.M @ Psi2, Psi2.T @ beam.K @ Psi2
+    C2 = p.constraint().slider_rows(np.array([s])).project(Psi2, "n")
+    bend = constrained_modes(0.5 * (M2 + M2.T), 0.5 * (K2 + K2.T), C2, 4, kind="bending", basis=Psi2)
+    assert np.allclose(bend.omega, full, rtol=1e-8) and np.all(bend.axial_fraction < 1e-12)
+    every = constrained_modes(0.5 * (M2 + M2.T), 0.5 * (K2 + K2.T), C2, 20, basis=Psi2)
+    assert "axial" in set(every.kind)
+
+
 def test_problem_spec_and_the_flat_keyword_form_build_the_same_problem():
     spec = ProblemSpec(BeamSpec(L, 20, E, RHO, 1e-4, 2e-10),
                        SliderSpec("sinusoidal", center=1.1, amplitude=0.6, frequency=1.0),
