@@ -14,6 +14,9 @@ workers spent between cases. A pickle round trip makes the same tree in C: 2.7 m
 * classes (a structured config's dataclass, an enum's class) are the same objects, not looked up
   by name again: a plugin module that Hydra's plugin scan executed a second time holds a new class
   of the same name, which plain pickling refuses;
+* values other than plain ones (str, numbers, bytes, None) are shared, not copied, as OmegaConf
+  shares a value node's value: an object held with ``allow_objects`` (a function, an array) is the
+  same object in the copy and need not be picklable;
 * a node whose direct children have another parent (``HydraConfig.cfg``, whose ``hydra`` child
   points at the whole job config) is not copied this way: pickle would copy that other tree too.
 
@@ -30,26 +33,46 @@ _PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
 class _ClassKeepingPickler(pickle.Pickler):
-    """Pickles classes as indices into ``classes``, so the copy refers to the very same class objects."""
+    """Pickles classes as indices into ``shared``, so the copy refers to the very same class objects."""
 
-    def __init__(self, stream, classes: List[type]) -> None:
+    def __init__(self, stream, shared: List[Any]) -> None:
         super().__init__(stream, _PROTOCOL)
-        self.classes = classes
+        self.shared = shared
 
     def persistent_id(self, obj: Any) -> Optional[int]:
         if isinstance(obj, type):
-            self.classes.append(obj)
-            return len(self.classes) - 1
+            self.shared.append(obj)
+            return len(self.shared) - 1
         return None
 
 
-class _ClassKeepingUnpickler(pickle.Unpickler):
-    def __init__(self, stream, classes: List[type]) -> None:
-        super().__init__(stream)
-        self.classes = classes
+class _NodePickler(_ClassKeepingPickler):
+    """Pickles an OmegaConf tree's structure (its nodes, their metadata, dicts and lists) and plain
+    values, and passes every other object by reference, as OmegaConf's ``__deepcopy__`` does: a
+    class, a type annotation, an object held with ``allow_objects`` are the same objects in the
+    copy (shared, not copied, and need not be picklable)."""
 
-    def persistent_load(self, pid: int) -> type:
-        return self.classes[pid]
+    pickled: tuple = ()  # types pickled by value (set by :func:`_node_pickler`)
+    by_type: dict = {}  # type -> pickled by value (True) or passed by reference (False)
+
+    def persistent_id(self, obj: Any) -> Optional[int]:
+        t = type(obj)
+        by_value = self.by_type.get(t)
+        if by_value is None:
+            by_value = self.by_type[t] = issubclass(t, self.pickled) and not issubclass(t, type)
+        if by_value:
+            return None
+        self.shared.append(obj)
+        return len(self.shared) - 1
+
+
+class _SharedUnpickler(pickle.Unpickler):
+    def __init__(self, stream, shared: List[Any]) -> None:
+        super().__init__(stream)
+        self.shared = shared
+
+    def persistent_load(self, pid: int) -> Any:
+        return self.shared[pid]
 
 
 def _children(node) -> Any:
@@ -61,12 +84,20 @@ def _children(node) -> Any:
     return ()
 
 
-def pickle_copy(obj: Any) -> Any:
+def pickle_copy(obj: Any, pickler: type = _ClassKeepingPickler) -> Any:
     """A deep copy of ``obj`` by a pickle round trip that keeps class objects; raises what pickle raises."""
-    stream, classes = io.BytesIO(), []
-    _ClassKeepingPickler(stream, classes).dump(obj)
+    stream, shared = io.BytesIO(), []
+    pickler(stream, shared).dump(obj)
     stream.seek(0)
-    return _ClassKeepingUnpickler(stream, classes).load()
+    return _SharedUnpickler(stream, shared).load()
+
+
+def _node_pickler() -> type:
+    if not _NodePickler.pickled:
+        from omegaconf.base import Metadata, Node
+
+        _NodePickler.pickled = (dict, list, tuple, str, int, float, bytes, type(None), Node, Metadata)
+    return _NodePickler
 
 
 def copy_node(node) -> Any:
@@ -77,7 +108,7 @@ def copy_node(node) -> Any:
     parent = node.__dict__.get("_parent")
     node.__dict__["_parent"] = None
     try:
-        copied = pickle_copy(node)
+        copied = pickle_copy(node, _node_pickler())
     except Exception:  # noqa: BLE001 - anything pickle refuses: the caller copies the plain way
         return None
     finally:

@@ -59,7 +59,7 @@ def _assert_same_tree(original, copied):
         assert other._metadata == node._metadata, path
         assert id(other) not in ids_a, f"{path}: a node of the original is in the copy"
         if "_val" in node.__dict__:
-            assert other._val == node._val and type(other._val) is type(node._val), path
+            assert other._val is node._val or (other._val == node._val and type(other._val) is type(node._val)), path
         if path:
             assert other._get_parent() is b[path[:-1]], f"{path}: parent is not its container in the copy"
     assert copied._get_parent() is original._get_parent()  # retained, as OmegaConf's __deepcopy__ does
@@ -124,14 +124,25 @@ def test_a_child_with_a_foreign_parent_is_copied_the_plain_way():
     assert OmegaConf.to_container(copied) == {"hydra": {"job": {"name": "x"}}}
 
 
-def test_what_pickle_refuses_is_copied_the_plain_way():
+def test_objects_held_as_values_are_shared_as_omegaconfs_copy_shares_them():
+    """``allow_objects`` values (a local function pickle cannot name, a mutable array) are the same
+    objects in the copy, as in ``copy.deepcopy``; the tree around them is new."""
+    import numpy as np
+
     def local_function():
         return 1
 
-    cfg = OmegaConf.create({"f": local_function, "n": 2}, flags={"allow_objects": True})
-    assert node_copy.copy_node(cfg) is None
-    copied = node_copy.deep_copy(cfg)
-    assert copied.f is local_function and copied.n == 2 and copied is not cfg
+    arr = np.arange(3.0)
+    cfg = OmegaConf.create({"f": local_function, "a": arr, "n": 2, "sub": {"m": [1, 2]}}, flags={"allow_objects": True})
+    plain = copy.deepcopy(cfg)
+    copied = node_copy.copy_node(cfg)
+    assert copied is not None
+    for c in (plain, copied):
+        assert c.f is local_function and c.a is arr and c.n == 2
+        assert c._get_node("sub") is not cfg._get_node("sub") and c.sub.m == [1, 2]
+    _assert_same_tree(cfg, copied)
+    copied.sub.m.append(3)
+    assert cfg.sub.m == [1, 2]
 
 
 def test_fast_yaml_reads_back_as_omegaconfs_yaml(job_configs):
