@@ -59,7 +59,7 @@ class _NodePickler(_ClassKeepingPickler):
         t = type(obj)
         by_value = self.by_type.get(t)
         if by_value is None:
-            by_value = self.by_type[t] = issubclass(t, self.pickled) and not issubclass(t, type)
+            by_value = self.by_type[t] = issubclass(t, self.pickled)
         if by_value:
             return None
         self.shared.append(obj)
@@ -115,19 +115,6 @@ def copy_node(node) -> Any:
         node.__dict__["_parent"] = parent
     copied.__dict__["_parent"] = parent
     return copied
-
-
-def deep_copy(obj: Any) -> Any:
-    """``copy.deepcopy(obj)``, by :func:`copy_node` for OmegaConf containers where it applies."""
-    import copy
-
-    from omegaconf import DictConfig, ListConfig
-
-    if isinstance(obj, (DictConfig, ListConfig)):
-        copied = copy_node(obj)
-        if copied is not None:
-            return copied
-    return copy.deepcopy(obj)
 
 
 def install() -> bool:

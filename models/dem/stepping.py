@@ -47,10 +47,10 @@ class CompiledVelocityVerlet:
         if self._buf is None or self._buf[2].shape != tuple(shape):
             if self.system.walls:
                 return None
-            xbuf, abuf, v, vp = (np.zeros((2,) + tuple(shape)), np.zeros((2,) + tuple(shape)), np.zeros(shape),
-                                 np.zeros(shape))
+            xbuf, abuf, v, vp = (np.empty((2,) + tuple(shape)), np.empty((2,) + tuple(shape)), np.empty(shape),
+                                 np.empty(shape))
             for arr in (xbuf, abuf, v, vp):
-                arr.fill(0.0)  # touched now: np.zeros maps its pages lazily
+                arr.fill(0.0)  # every page touched now, not inside the steps
             self._buf = (xbuf, abuf, v, vp)
             self._last = None
         return self._buf
@@ -142,7 +142,8 @@ class CompiledVelocityVerlet:
                     st.pairs, st.bounds, st.pbounds, st.ptr, st.inc, h, *law_args, st.xi, st.f, st.c, st.mr, st.delta,
                     st.fn, st.fraw, st.on, st.diss_b, diss_steps, disp2_b, torque, rolling)
             sync[:] = 0
-            verlet_steps(0, 1, sync, k0 + done, 0, *args)  # zero steps: compiled (or loaded) before the threads start
+            if done == 0:  # zero steps: compiled (or loaded) before the threads start
+                verlet_steps(0, 1, sync, k0, 0, *args)
             k = team.run_team(lambda tid: verlet_steps(tid, n_threads, sync, k0 + done, n_steps - done, *args),
                               n_threads, sync)
             if k < 0:

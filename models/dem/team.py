@@ -37,19 +37,19 @@ else:  # pragma: no cover - the team needs numba
 
 LINE = 8  # int64 slots per cache line (64 bytes)
 ARRIVED, GENERATION, ABORT = 0, LINE, 2 * LINE  # slots of the sync array
-N_COUNTERS = 4  # work counters at (3 + k) * LINE
+N_COUNTERS = 4  # work counters of new_sync() by default, at (3 + k) * LINE
 SPINS = 8000  # busy checks of a barrier (x86 pause, ~30 ns each: ~0.25 ms) before each check sleeps
 NAP_US = 20  # sleep between later checks (us; ~0.1 ms with the timer slack): the core is free meanwhile
 
 
 def new_sync(n_counters: int = N_COUNTERS) -> np.ndarray:
     """A zeroed sync array: barrier, abort flag and ``n_counters`` work counters."""
-    return np.zeros((3 + max(n_counters, N_COUNTERS)) * LINE, np.int64)
+    return np.zeros((3 + n_counters) * LINE, np.int64)
 
 
-def counter_slot(k: int) -> int:
-    """Index in the sync array of work counter ``k``."""
-    return (3 + k) * LINE
+def _int64_array(arr) -> bool:
+    """The atomics below act on int64 arrays only (the sync array)."""
+    return isinstance(arr, types.Array) and arr.dtype == types.int64
 
 
 def _slot_pointer(context, builder, aryty, arr, idx):
@@ -60,7 +60,7 @@ def _slot_pointer(context, builder, aryty, arr, idx):
 @intrinsic
 def _add(typingctx, arr, idx, value):
     """Atomic ``arr[idx] += value`` (acquire-release) returning the old value; int64 arrays."""
-    if not (isinstance(arr, types.Array) and arr.dtype == types.int64):
+    if not _int64_array(arr):
         return None
 
     def codegen(context, builder, signature, args):
@@ -74,7 +74,7 @@ def _add(typingctx, arr, idx, value):
 @intrinsic
 def _load(typingctx, arr, idx):
     """Atomic load of ``arr[idx]`` (acquire): re-read from memory at every call."""
-    if not (isinstance(arr, types.Array) and arr.dtype == types.int64):
+    if not _int64_array(arr):
         return None
 
     def codegen(context, builder, signature, args):
@@ -88,7 +88,7 @@ def _load(typingctx, arr, idx):
 @intrinsic
 def _store(typingctx, arr, idx, value):
     """Atomic store ``arr[idx] = value`` (release)."""
-    if not (isinstance(arr, types.Array) and arr.dtype == types.int64):
+    if not _int64_array(arr):
         return None
 
     def codegen(context, builder, signature, args):
@@ -125,6 +125,12 @@ def _nap(typingctx, microseconds):
     return types.void(microseconds), codegen
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _counter(k):  # pragma: no cover - compiled
+    """Index in the sync array of work counter ``k``."""
+    return (3 + k) * LINE
+
+
 @njit(nogil=True, cache=True)
 def take_near(sync, first, tid, n_threads, n_blocks, r):  # pragma: no cover - compiled
     """Next block in [0, n_blocks) for thread ``tid``, or ``n_blocks`` when every block is taken.
@@ -137,7 +143,7 @@ def take_near(sync, first, tid, n_threads, n_blocks, r):  # pragma: no cover - c
     while r < n_threads:
         q = (tid + r) % n_threads
         lo = q * n_blocks // n_threads
-        j = _add(sync, (3 + first + q) * LINE, 1)
+        j = _add(sync, _counter(first + q), 1)
         if lo + j < (q + 1) * n_blocks // n_threads:
             return lo + j, r
         r += 1
@@ -147,7 +153,7 @@ def take_near(sync, first, tid, n_threads, n_blocks, r):  # pragma: no cover - c
 @njit(nogil=True, cache=True)
 def reset(sync, k):  # pragma: no cover - compiled
     """Work counter ``k`` back to 0 (only when no thread can be taking from it)."""
-    _store(sync, (3 + k) * LINE, 0)
+    _store(sync, _counter(k), 0)
 
 
 @njit(nogil=True, cache=True)
