@@ -19,12 +19,9 @@ no idle worker). The hooks never fail a request: a worker without a slot (more t
 """
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import os
 import threading
-
-log = logging.getLogger(__name__)
 
 MAX_WORKERS = 64
 # Made when gunicorn loads this module in its master process; the workers inherit the mappings.
