@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import socket
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +21,37 @@ FULL = os.environ.get("HARNESS_FULL") == "1"
 def full_size() -> bool:
     """True when slow studies and benchmarks should run at full size (HARNESS_FULL=1)."""
     return FULL
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 at the time of asking."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """Stop a process started with start_new_session=True and everything left in its group."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 @pytest.fixture(scope="session")

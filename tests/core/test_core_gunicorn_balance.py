@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import gunicorn_balance as gb
+from tests.conftest import free_port, stop_group
 
 ROOT = Path(__file__).resolve().parents[2]
 LATE_S = 1.5  # [s] the second worker starts this much later: both clients connect to the first
@@ -66,22 +66,18 @@ def test_a_dead_workers_slot_is_claimed_again():
     assert gb._owner[slot] == 0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _serve(tmp_path: Path, hooks: bool):
     (tmp_path / "tiny_app.py").write_text(APP)
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "gunicorn", "--worker-class", "gthread", "--threads", "2", "--workers", "2",
            "--keep-alive", "5", "-b", f"127.0.0.1:{port}", "--chdir", str(tmp_path), "tiny_app:app"]
     if hooks:
         cmd[3:3] = ["-c", "python:harness.gunicorn_balance"]
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
                TINY_APP_MARKER=str(tmp_path / "first-worker"), TINY_APP_LATE_S=str(LATE_S))
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = tmp_path / "gunicorn.log"  # a file, not a pipe nobody reads while the server runs
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.time() + 60
     while time.time() < deadline:  # until the first worker answers (the second is still starting)
         try:
@@ -92,8 +88,8 @@ def _serve(tmp_path: Path, hooks: bool):
             return proc, port
         except OSError:
             time.sleep(0.05)
-    proc.kill()
-    raise AssertionError(f"gunicorn did not start: {proc.communicate()[0][-2000:]}")
+    stop_group(proc)
+    raise AssertionError(f"gunicorn did not start: {log.read_text()[-2000:]}")
 
 
 def _two_clients(port: int, requests: int):
@@ -127,22 +123,13 @@ def _two_clients(port: int, requests: int):
     return out
 
 
-def _stop(proc) -> None:
-    proc.terminate()
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 @pytest.mark.parametrize("hooks", [False, True], ids=["plain", "hooks"])
 def test_gunicorn_threaded_workers_spread_two_kept_alive_clients(tmp_path, hooks):
     proc, port = _serve(tmp_path, hooks)
     try:
         out = _two_clients(port, requests=24)  # 3.6 s: the second worker is up after about LATE_S
     finally:
-        _stop(proc)
+        stop_group(proc)
     closes = [(k, r) for k in (0, 1) for r in out[k] if r[3]]
     first = out[0][0][2]
     assert out[1][0][2] == first  # both connected while only the first worker served

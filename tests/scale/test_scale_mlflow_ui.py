@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import wait_text
+from tests.conftest import free_port, wait_text
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -36,11 +35,6 @@ def readme_commands() -> list:
     block = re.search(r"```\n(.*?)```", readme_section(), re.S).group(1)
     return [ln for ln in block.splitlines() if ln.strip()]
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

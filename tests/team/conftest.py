@@ -16,8 +16,6 @@ import pwd
 import re
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,17 +27,14 @@ from typing import Dict, List, Optional
 
 import pytest
 
+from tests.conftest import free_port, stop_group
+
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 FULL = os.environ.get("HARNESS_FULL") == "1"
 JOB = "bench/tracking_job"
 ARTIFACTS = Path(os.environ.get("HARNESS_TEST_ARTIFACTS") or ROOT / "outputs" / "test-artifacts")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def readme_block(name: str) -> List[str]:
@@ -116,30 +111,6 @@ class ReadmeShell:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         stop_group(self.proc)
-
-
-def stop_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
-    """Stop a process started with start_new_session=True and everything left in its group."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.2)
-    else:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _shims(base: Path, bindir: Path) -> Path:
