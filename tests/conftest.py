@@ -38,6 +38,7 @@ def stop_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
         return
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
+        proc.poll()  # reap the leader: an unreaped leader keeps its group alive as a zombie
         try:
             os.killpg(proc.pid, 0)
         except ProcessLookupError:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -15,13 +16,12 @@ from typing import List, Optional
 
 import pytest
 
-from tests.conftest import free_port, stop_group
+from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 # a small, fast case: 16 rings at most, a 4x4 surface mesh
 SMALL = ["+case=load_transfer/sign", "operator.surface.resolution=4"]
-
 
 
 def harness(args: List[str], outputs: Path, timeout: float = 600, env: Optional[dict] = None,
@@ -33,6 +33,20 @@ def harness(args: List[str], outputs: Path, timeout: float = 600, env: Optional[
 
 def latest_sweep(outputs: Path, case: str = "load_transfer/sign") -> Path:
     return sorted((outputs / "sweeps" / case).iterdir())[-1]
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """Stop a process started with start_new_session=True, and everything it started."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    except ProcessLookupError:
+        pass
 
 
 def wait_http(url: str, proc: subprocess.Popen, timeout_s: float, log: Path) -> None:
