@@ -64,7 +64,7 @@ def harness_env(tmp_path_factory) -> Path:
     """
     out = tmp_path_factory.mktemp("outputs")
     os.environ["HARNESS_OUTPUTS"] = str(out)
-    from harness import tracking
+    from harness.tracking import records as tracking
 
     tracking.ensure_experiment(f"sqlite:///{out}/mlflow.db", "harness/_init", str(out / "mlartifacts"))
     return out

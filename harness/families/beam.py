@@ -27,12 +27,12 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 from omegaconf import DictConfig
 
-from harness import gates as G
-from harness import metrics as Mx
-from harness.configs import store_schema
-from harness.params import build, case_params
-from harness.context import CaseResult, HarnessInputError, RunContext
-from harness.warmup import WarmUp
+from harness.core.configs import store_schema
+from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.core.params import build, case_params
+from harness.core.warmup import WarmUp
+from harness.metrics import gates as G
+from harness.metrics import library as Mx
 
 log = logging.getLogger(__name__)
 
@@ -495,10 +495,9 @@ def _plot_heatmap(ns, rs, grid, best, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     from matplotlib.colors import LogNorm
 
-    from harness.figures import save
+    from harness.core.figures import save
 
     fig, ax = plt.subplots(figsize=(6, 4.5))
     pct = grid * 100.0

@@ -33,7 +33,7 @@ from typing import Any, Dict, List
 import numpy as np
 from omegaconf import OmegaConf
 
-from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.core.context import CaseResult, HarnessInputError, RunContext
 
 log = logging.getLogger(__name__)
 CASE = "bench/harness_overhead"
@@ -137,7 +137,7 @@ def run(cfg, ctx: RunContext) -> CaseResult:
         with ctx.stage("work"):
             r = work(p["work_n"], p["work_repeats"])
         return CaseResult(metrics={"work_residual": r})
-    from harness import tracking
+    from harness.tracking import records as tracking
 
     inner = ctx.run_dir / "inner"
     with ctx.stage("overhead"):
@@ -168,8 +168,8 @@ def run(cfg, ctx: RunContext) -> CaseResult:
 
 def _overhead_worker(spec: Dict[str, Any]) -> List[Dict[str, float]]:
     """In a fresh process: run the case ``n`` times; total and model time of each."""
-    from harness import tracking
-    from harness.api import run_case
+    from harness.core.api import run_case
+    from harness.tracking import records as tracking
 
     tracking.ensure_experiment(spec["uri"], "harness/_init", None)  # store creation is not per-case cost
     rows = []

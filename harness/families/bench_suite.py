@@ -24,7 +24,7 @@ from typing import Any, Dict, List
 
 from omegaconf import OmegaConf
 
-from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.core.context import CaseResult, HarnessInputError, RunContext
 
 
 def _params(cfg) -> Dict[str, Any]:
@@ -43,7 +43,7 @@ def _ts(iso: str) -> float:
 
 
 def run(cfg, ctx: RunContext) -> CaseResult:
-    from harness import tracking
+    from harness.tracking import records as tracking
 
     p = _params(cfg)
     outputs = ctx.run_dir / "inner"

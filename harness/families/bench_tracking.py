@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from omegaconf import OmegaConf
 
-from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.core.context import CaseResult, HarnessInputError, RunContext
 
 log = logging.getLogger(__name__)
 EXPERIMENT = "harness/bench_tracking"
@@ -105,7 +105,7 @@ def _record(run_dir: Path) -> Dict[str, Any]:
     """The records of one real tiny job (its run directory's config, metrics and tags) to log again."""
     import yaml
 
-    from harness import tracking
+    from harness.tracking import records as tracking
 
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -178,7 +178,7 @@ class _Writers:
 
 
 def _summary(uri: str, exp_id: str, results: List[Dict[str, Any]], machine_cpu_s: Optional[float]) -> Dict[str, Any]:
-    from harness import tracking
+    from harness.tracking import records as tracking
 
     start = min(r["start"] for r in results)
     end = max(r["end"] for r in results)
@@ -199,7 +199,7 @@ def _summary(uri: str, exp_id: str, results: List[Dict[str, Any]], machine_cpu_s
 
 
 def _bench(p: Dict[str, Any], ctx: RunContext) -> CaseResult:
-    from harness import tracking
+    from harness.tracking import records as tracking
 
     server = str(p["server_uri"]).rstrip("/")
     try:
@@ -277,7 +277,7 @@ def _raw_run(c, exp_id: str, record: Dict[str, Any], uid: str) -> str:
 
 
 def _harness_run(store: Dict[str, Any], record: Dict[str, Any], uid: str) -> str:
-    from harness import tracking
+    from harness.tracking import records as tracking
 
     return tracking.record_run(uri=store["uri"], artifact_root=store["artifact_root"], experiment=EXPERIMENT,
                                run_name="harness", params=record["params"], metrics=record["metrics"], series={},
@@ -290,7 +290,7 @@ def _writer(spec: Dict[str, Any]) -> None:
     path, interleaved, and print "done" with the timings."""
     import uuid
 
-    from harness import tracking
+    from harness.tracking import records as tracking
 
     stores = spec["stores"]
     for st in stores:

@@ -19,9 +19,9 @@ from typing import Dict, List, Optional
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from harness import metrics as M
-from harness.configs import store_schema
-from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.core.configs import store_schema
+from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.metrics import library as M
 
 log = logging.getLogger(__name__)
 
@@ -436,7 +436,7 @@ def _run_shear(cfg, ctx, p: ShearParams) -> CaseResult:
                        consolidation_time=p.consolidation_time, dt_per_contact=p.dt_per_contact,
                        ramp=p.ramp, servo_time=p.servo_time,
                        integrator=_stepper_name(cfg), seed=p.seed)
-    from harness.progress import bar
+    from harness.core.progress import bar
 
     with ctx.stage("simulate"), bar(None, f"direct shear {n} particles (steps)") as b:
 
@@ -575,7 +575,7 @@ def _plot_cost(metrics: Dict[str, float], sizes, threads: int) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from harness.figures import png_bytes
+    from harness.core.figures import png_bytes
 
     series = {"ours, 1 thread": "ours_particle_steps_per_s_{}", "LAMMPS, 1 rank": "lammps_particle_steps_per_s_{}",
               "ours, serial kernel": "ours_serial_kernel_particle_steps_per_s_{}",
@@ -638,7 +638,7 @@ def ours_backend(n: int) -> str:
 
 # -- study aggregations ---------------------------------------------------------------------------
 def _save(fig, path: Path) -> None:
-    from harness.figures import save
+    from harness.core.figures import save
 
     save(fig, path, dpi=110)
 
@@ -717,7 +717,11 @@ def restitution_curve(table, out_dir) -> dict:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from models.dem.restitution import e_kelvin_voigt_eq22, e_spring_dashpot, zeta_from_ratio
+    from models.dem.restitution import (
+        e_kelvin_voigt_eq22,
+        e_spring_dashpot,
+        zeta_from_ratio,
+    )
 
     ok = table[table["status"] == "ok"]
     if len(ok) == 0 or "delta_over_w" not in ok:

@@ -33,11 +33,11 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from harness import metrics as M
-from harness.configs import store_schema
-from harness.params import build
-from harness.context import CaseResult, HarnessInputError, RunContext
-from harness.warmup import WarmUp
+from harness.core.configs import store_schema
+from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.core.params import build
+from harness.core.warmup import WarmUp
+from harness.metrics import library as M
 
 log = logging.getLogger(__name__)
 
@@ -474,8 +474,8 @@ def work_precision(table, out_dir) -> Dict[str, Any]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from harness.atomic import atomic_write_text
-    from harness.figures import save
+    from harness.core.atomic import atomic_write_text
+    from harness.core.figures import save
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

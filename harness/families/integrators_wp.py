@@ -106,7 +106,7 @@ def plot(curves: Dict[str, Dict[str, tuple]]) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from harness.figures import png_bytes
+    from harness.core.figures import png_bytes
 
     fig, axes = plt.subplots(1, len(curves), figsize=(4.2 * len(curves), 3.6), squeeze=False)
     for ax, (pname, by_method) in zip(axes[0], curves.items()):

@@ -16,10 +16,10 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from harness import metrics as M
-from harness.configs import store_schema
-from harness.context import CaseResult, HarnessInputError, RunContext
-from harness.params import build, case_params
+from harness.core.configs import store_schema
+from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.core.params import build, case_params
+from harness.metrics import library as M
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from harness import metrics as M
-from harness.configs import store_schema
-from harness.params import case_params
-from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.core.configs import store_schema
+from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.core.params import case_params
+from harness.metrics import library as M
 
 log = logging.getLogger(__name__)
 
@@ -271,7 +271,7 @@ def run_read_versions(cfg: DictConfig, ctx: RunContext) -> CaseResult:
 
 def run_reject_major(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """A 2.0.0 file is rejected by the reader, the validator CLI and the export, naming the version."""
-    from harness.validate import main as validate_main
+    from harness.tools.validate import main as validate_main
     from models.load_transfer.contracts.corrupt import make_bad_file
     from models.load_transfer.contracts.table import polar_quadrature_table
     from models.load_transfer.export import ExportInputError, export_kratos_loads
@@ -308,7 +308,10 @@ def run_bad_files(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     interrupted write leaves neither the final nor a temporary file; a non-HDF5 file is unreadable."""
     from models.load_transfer.contracts import ContractError, UnreadableFileError
     from models.load_transfer.contracts.corrupt import BAD_KINDS, make_bad_file
-    from models.load_transfer.contracts.wall_loads import read_wall_loads, write_wall_loads
+    from models.load_transfer.contracts.wall_loads import (
+        read_wall_loads,
+        write_wall_loads,
+    )
 
     p: FilesParams = _params(cfg, FilesParams)
     good = _write_source(cfg, ctx, p)
@@ -367,7 +370,11 @@ def run_amr_extraction(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """Quadtree wall with active leaves on several levels: ring areas exact, force and impulse equal
     the closed forms; counting parents with their children is caught by the area assertion."""
     from models.load_transfer.contracts.wall_loads import read_wall_loads
-    from models.load_transfer.extraction import ExtractionAreaError, WallLoadsExtractor, face_average
+    from models.load_transfer.extraction import (
+        ExtractionAreaError,
+        WallLoadsExtractor,
+        face_average,
+    )
 
     p: FilesParams = _params(cfg, FilesParams)
     with ctx.stage("extract"):
@@ -418,8 +425,15 @@ def run_shear_axis(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """Shear f = tau A e_r on a polar table with a point on the axis: no NaN, null vector on the
     axis, zero net force by symmetry, radial sum tau (pi R^2 - A_axis); sliding wall: zero shear.
     With the conservative operator (when it provides shear_matrices): nodal shear without NaN."""
-    from models.load_transfer.contracts.table import polar_quadrature_table, validate_table
-    from models.load_transfer.shear import radial_unit_vectors, shear_nodal_forces, shear_point_forces
+    from models.load_transfer.contracts.table import (
+        polar_quadrature_table,
+        validate_table,
+    )
+    from models.load_transfer.shear import (
+        radial_unit_vectors,
+        shear_nodal_forces,
+        shear_point_forces,
+    )
 
     p: FilesParams = _params(cfg, FilesParams)
     R = p.table_radius or p.wall.length
@@ -463,7 +477,10 @@ def run_shear_axis(cfg: DictConfig, ctx: RunContext) -> CaseResult:
 def run_debug_map(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """map_axisymmetric_load on a table whose cells do not align with the rings: force and impulse
     restored on the target steps (analytic gate), per-ring error NOT zero (no local conservation)."""
-    from models.load_transfer.contracts.table import polar_quadrature_table, validate_table
+    from models.load_transfer.contracts.table import (
+        polar_quadrature_table,
+        validate_table,
+    )
     from models.load_transfer.contracts.wall_loads import read_wall_loads
     from models.load_transfer.debug_map import map_axisymmetric_load
     from models.load_transfer.time_average import exact_time_average
@@ -494,7 +511,7 @@ def run_debug_map(cfg: DictConfig, ctx: RunContext) -> CaseResult:
 def run_export(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """cavitation-kratos-export through the production gates: e_F, e_J of the mapping alone on the
     target grid; the written file is fully valid; a too-coarse table exits 1 leaving no file."""
-    from harness.export_cli import main as export_main
+    from harness.tools.export import main as export_main
     from models.load_transfer.contracts import validate_file
     from models.load_transfer.contracts.kratos_loads import read_kratos_loads
     from models.load_transfer.contracts.table import polar_quadrature_table
@@ -568,7 +585,10 @@ def bench_export(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     import h5py
 
     from models.load_transfer.contracts.kratos_loads import chunk_rows, large_chunks
-    from models.load_transfer.contracts.table import polar_quadrature_table, validate_table
+    from models.load_transfer.contracts.table import (
+        polar_quadrature_table,
+        validate_table,
+    )
     from models.load_transfer.contracts.wall_loads import write_wall_loads
     from models.load_transfer.debug_map import point_rings, sample_ring_values
     from models.load_transfer.export import export_kratos_loads

@@ -22,9 +22,9 @@ from typing import Any, Dict, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
-from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.core.params import case_params, check_rules
 from harness.families.load_transfer_kratos import BodyParams, SourceParams
-from harness.params import case_params, check_rules
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,11 @@ def run_operator(cfg: DictConfig, ctx: RunContext) -> CaseResult:
 def run_export(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     from models.load_transfer.contracts import validate_file
     from models.load_transfer.export import ExportInputError, MappingError
-    from models.load_transfer.kratos.handover import OperatorFileError, export_with_operator, read_operator
+    from models.load_transfer.kratos.handover import (
+        OperatorFileError,
+        export_with_operator,
+        read_operator,
+    )
     from models.load_transfer.time_average import step_edges
 
     p = _params(cfg)

@@ -19,9 +19,9 @@ from typing import Any, Dict, Optional
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from harness import metrics as M
-from harness.context import CaseResult, HarnessInputError, RunContext
-from harness.params import case_params, check_rules
+from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.core.params import case_params, check_rules
+from harness.metrics import library as M
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,11 @@ def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: s
     from models.load_transfer.export import ExportInputError, MappingError
     from models.load_transfer.kratos import workflow as W
     from models.load_transfer.kratos.analysis import run_mpm
-    from models.load_transfer.kratos.loads import LoadsFileError, MappingAbort, read_meridian_loads
+    from models.load_transfer.kratos.loads import (
+        LoadsFileError,
+        MappingAbort,
+        read_meridian_loads,
+    )
     from models.load_transfer.kratos.workflow import SourceSpec
 
     spec = _spec(p, n_steps)
@@ -332,7 +336,10 @@ def _dolfinx_peer(p: KratosParams, body, loads, spec, mpm, fe, out, tol: float, 
     Kratos - DOLFINx differences (displacement L2 / max, von Mises L2; dynamic: also the peak
     response and the external work). Exchange files and the worker log in ``out/dolfinx``."""
     from models.load_transfer.fe.base import PointLoads, von_mises
-    from models.load_transfer.fe.dolfinx_backend import DolfinxSolver, DolfinxUnavailable
+    from models.load_transfer.fe.dolfinx_backend import (
+        DolfinxSolver,
+        DolfinxUnavailable,
+    )
     from models.load_transfer.kratos import workflow as W
 
     try:
@@ -424,7 +431,7 @@ def time_step(df, out_dir) -> Dict[str, Any]:
     first order, from the half-step lag of the step-mean load at the fixed end time); converging
     below or above the band (order > 0) warns; not converging (order <= 0 or NaN) fails.
     """
-    from harness import gates as G
+    from harness.metrics import gates as G
 
     ok = df[(df["status"] == "ok") & np.isfinite(df["parameter"])].sort_values("parameter")
     n = ok["parameter"].to_numpy(float)
@@ -457,7 +464,7 @@ def _plot_study(ok, h, out_dir) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from harness.figures import save
+    from harness.core.figures import save
 
     fig, ax = plt.subplots(figsize=(5, 4))
     ax.loglog(h, ok["peak_change"], "o-", label="peak response change")

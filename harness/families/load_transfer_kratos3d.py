@@ -14,9 +14,9 @@ from typing import List, Optional
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from harness import metrics as M
-from harness.context import CaseResult, HarnessInputError, RunContext
-from harness.params import case_params
+from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.core.params import case_params
+from harness.metrics import library as M
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +63,23 @@ def _params(cfg: DictConfig) -> Kratos3DParams:
 
 def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     from models.load_transfer.contracts.wall_loads import write_wall_loads
-    from models.load_transfer.export import ExportInputError, MappingError, export_kratos_loads
-    from models.load_transfer.face_loads import face_condition_matrix, triangle_face_table
+    from models.load_transfer.export import (
+        ExportInputError,
+        MappingError,
+        export_kratos_loads,
+    )
+    from models.load_transfer.face_loads import (
+        face_condition_matrix,
+        triangle_face_table,
+    )
     from models.load_transfer.fe.skfem_block import solve_block_static, von_mises_3d
     from models.load_transfer.kratos.block3d import Block, run_block
     from models.load_transfer.kratos.builder import MPMSpec
-    from models.load_transfer.kratos.loads import LoadsFileError, MappingAbort, read_cartesian_loads
+    from models.load_transfer.kratos.loads import (
+        LoadsFileError,
+        MappingAbort,
+        read_cartesian_loads,
+    )
     from models.load_transfer.kratos.workflow import _rel_l2, match_gauss
     from models.load_transfer.sources import analytic_ring_history
     from models.load_transfer.time_average import exact_time_average, step_edges
@@ -143,7 +154,9 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
             "params": asdict(p)}
     if p.fe_peer == "dolfinx":
         from models.load_transfer.fe.dolfinx_backend import DolfinxUnavailable
-        from models.load_transfer.fe.dolfinx_backend import solve_block_static as dolfinx_block
+        from models.load_transfer.fe.dolfinx_backend import (
+            solve_block_static as dolfinx_block,
+        )
 
         with ctx.stage("dolfinx"):
             try:

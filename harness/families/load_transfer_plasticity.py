@@ -18,9 +18,9 @@ from typing import Any, Dict, Optional
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.core.params import case_params, check_rules
 from harness.families.load_transfer_kratos import BodyParams, SourceParams
-from harness.params import case_params, check_rules
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,11 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     from models.load_transfer.fe.base import ElasticBody
     from models.load_transfer.kratos import workflow as W
     from models.load_transfer.kratos.loads import LoadsFileError
-    from models.load_transfer.kratos.plasticity import PlasticitySpec, levels_of, run_plasticity
+    from models.load_transfer.kratos.plasticity import (
+        PlasticitySpec,
+        levels_of,
+        run_plasticity,
+    )
 
     p = _params(cfg)
     full = os.environ.get("HARNESS_FULL") == "1"

@@ -162,11 +162,11 @@ def _overrides_by_stage(sets: Sequence[str]) -> Dict[str, List[str]]:
 
 def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Optional[str] = None) -> Dict:
     """Run the stages; returns the workflow record (also written to ``workflow.json``)."""
-    from harness import gates as G
-    from harness.api import run_case
-    from harness.atomic import atomic_write_text
-    from harness.compose import compose
-    from harness.context import HarnessInputError
+    from harness.core.api import run_case
+    from harness.core.atomic import atomic_write_text
+    from harness.core.compose import compose
+    from harness.core.context import HarnessInputError
+    from harness.metrics import gates as G
 
     t0 = time.perf_counter()
     per_stage = _overrides_by_stage(sets)
@@ -183,7 +183,7 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
     out_dir.mkdir(parents=True, exist_ok=True)
     uri = parent = None
     if tracking and first.tracking.enabled:
-        from harness import tracking as T
+        from harness.tracking import records as T
 
         uri = str(first.tracking.uri)
         exp = T.ensure_experiment(uri, T.experiment_name(str(first.tracking.experiment_prefix), "load_transfer"),
@@ -264,7 +264,7 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
     }
     atomic_write_text(out_dir / "workflow.json", json.dumps(record, indent=2, default=str))
     if parent is not None:
-        from harness import tracking as T
+        from harness.tracking import records as T
 
         metrics = {f"stage.{r.name}.pass": float(r.verdict != G.FAIL) for r in results}
         metrics["stages_run"] = float(len(results))
@@ -277,7 +277,7 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from harness.context import HarnessInputError
+    from harness.core.context import HarnessInputError
 
     ap = argparse.ArgumentParser(prog="python -m harness.families.load_transfer_workflow",
                                  description="The seed-000 workflow as stages under one parent MLflow run.")

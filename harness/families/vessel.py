@@ -28,10 +28,10 @@ from typing import Any, Callable, Dict, List
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from harness import metrics as M
-from harness.configs import store_schema
-from harness.context import CaseResult, HarnessInputError, RunContext
-from harness.warmup import WarmUp
+from harness.core.configs import store_schema
+from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.core.warmup import WarmUp
+from harness.metrics import library as M
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +196,12 @@ def check_frames(cfg, params, ctx) -> CaseResult:
 
     params: n_samples, seed, speed_max (m/s).
     """
-    from models.vessel.frames import body_to_inertial, inertial_to_body, kinematics, wrap_to_pi
+    from models.vessel.frames import (
+        body_to_inertial,
+        inertial_to_body,
+        kinematics,
+        wrap_to_pi,
+    )
 
     n = int(params.get("n_samples", 10000))
     rng = np.random.default_rng(int(params.get("seed", 7)))
@@ -647,7 +652,8 @@ def bench(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     for _, integ in pair:  # imports, JIT compilation and first-call costs out of the timing
         warm(_simulate, vessel, integ, short)
     metrics.update(warm.metrics())
-    from harness.families.vessel_cost import Clocked, plot as plot_cost
+    from harness.families.vessel_cost import Clocked
+    from harness.families.vessel_cost import plot as plot_cost
 
     repeats = int(params.get("repeats", 1))
     budget = float(params.get("repeat_budget_s", 0.0))

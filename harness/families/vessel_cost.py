@@ -45,7 +45,7 @@ def plot(curves: Dict[str, Tuple[np.ndarray, np.ndarray]]) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from harness.figures import png_bytes
+    from harness.core.figures import png_bytes
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
     t_max = 1.0

@@ -22,14 +22,21 @@ from typing import Any, Dict, List, Mapping, Optional
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from harness import metrics as M
-from harness.atomic import atomic_write_bytes
-from harness.context import CaseResult, HarnessInputError, RunContext
+from harness.core.atomic import atomic_write_bytes
+from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.core.manifest import PROJECT_ROOT
 from harness.generic import readers
 from harness.generic.expressions import ExpressionError, check, evaluate
-from harness.generic.model import call, declare_inputs, import_callable, instantiate_kwargs, run_command, substitute
+from harness.generic.model import (
+    call,
+    declare_inputs,
+    import_callable,
+    instantiate_kwargs,
+    run_command,
+    substitute,
+)
 from harness.generic.schema import GenericConf, OutputConf
-from harness.manifest import PROJECT_ROOT
+from harness.metrics import library as M
 
 log = logging.getLogger(__name__)
 WHERE = "case.params"
@@ -263,7 +270,8 @@ def _reference_kind(where: str, spec: DictConfig) -> str:
 def _baseline_value(cfg: DictConfig, where: str, name: str, spec: DictConfig, info: Dict[str, Any]) -> float:
     """The metric ``spec.key`` (default ``name``) of the accepted baseline run of ``spec.case``
     (default: this case) in this run's tracking store; recorded in ``info["baseline_references"]``."""
-    from harness import baseline, tracking
+    from harness.core import regression as baseline
+    from harness.tracking import records as tracking
 
     tcfg = OmegaConf.select(cfg, "tracking")
     if tcfg is None or not tcfg.enabled:

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from harness.atomic import atomic_path
-from harness.context import HarnessInputError, RunContext
+from harness.core.atomic import atomic_path
+from harness.core.context import HarnessInputError, RunContext
+from harness.core.manifest import PROJECT_ROOT
 from harness.generic.schema import PROJECT_DIR, RUN_DIR
-from harness.manifest import PROJECT_ROOT
 
 log = logging.getLogger(__name__)
 TAIL_LINES = 20

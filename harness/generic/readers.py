@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from harness.context import HarnessInputError
+from harness.core.context import HarnessInputError
 
 SUFFIXES = {".csv": "csv", ".npz": "npz", ".npy": "npy", ".h5": "hdf5", ".hdf5": "hdf5", ".json": "json"}
 

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-from harness.configs import store_schema
+from harness.core.configs import store_schema
 
 RUN_DIR = "<run_dir>"
 PROJECT_DIR = "<project_dir>"

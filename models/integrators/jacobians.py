@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 import numpy as np
 from scipy.linalg import get_lapack_funcs
 
-from models.integrators.base import IntegratorFailure
+from models.integrators.problem_types import IntegratorFailure
 
 log = logging.getLogger(__name__)
 

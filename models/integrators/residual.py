@@ -18,7 +18,7 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from models.integrators.base import IntegratorFailure, ODEProblem, ResidualProblem
+from models.integrators.problem_types import IntegratorFailure, ODEProblem, ResidualProblem
 from models.integrators.jacobians import (
     FiniteDifferenceJacobian,
     SensitivityJacobian,

@@ -1,7 +1,7 @@
 """Atomic writes: an interrupted write leaves neither the target nor a temporary file."""
 import pytest
 
-from harness.atomic import atomic_path, atomic_write_text
+from harness.core.atomic import atomic_path, atomic_write_text
 
 
 def test_atomic_write_replaces_whole_file(tmp_path):

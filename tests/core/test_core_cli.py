@@ -27,7 +27,7 @@ def test_help_lists_cases_and_every_group(tmp_path):
         assert group in out, group
     assert "mesh_refinement" in out and "Exit codes" in out
     # the sweep launchers installed here, one line each on how to pick them
-    from harness.launchers import LAUNCHERS, installed
+    from harness.launch.launchers import LAUNCHERS, installed
 
     names = [n for n, _ in installed()]
     assert {"joblib", "ray", "ray_cluster", "slurm"} <= set(names) and len(names) == len(LAUNCHERS)
@@ -77,7 +77,7 @@ def test_default_suite_prints_one_line_per_case(harness_env):
     res = harness([], harness_env)
     assert res.returncode == 0, res.stdout + res.stderr
     lines = [ln for ln in res.stdout.splitlines() if re.search(r"run=[0-9a-f]{32}$", ln)]  # the verdict lines
-    from harness.compose import compose
+    from harness.core.compose import compose
 
     suite = sorted(compose(["suite=default"]).suite.select.cases)  # conf/suite/default.yaml, run in name order
     assert len(lines) == len(suite) == 10

@@ -2,8 +2,8 @@
 import pytest
 from omegaconf import OmegaConf
 
-from harness.compose import CONF_DIR, available_cases, compose, group_options
-from harness.runner import load_adapter
+from harness.core.compose import CONF_DIR, available_cases, compose, group_options
+from harness.core.runner import load_adapter
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import mlflow_sqlite, tracking
+from harness.launch import mlflow_sqlite
+from harness.tracking import records as tracking
 
 PARAMS = {"source.n_rings": "16", "case.name": "x/y", "k" * 300: "v" * 7000}  # a long key and value: truncated
 METRICS = {"e_F": 1.5e-16, "e_J": 0.0, "nan_metric": float("nan"), "big": float("inf"), "gate_e_F": 0.0}

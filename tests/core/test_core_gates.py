@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from harness import gates as G
+from harness.metrics import gates as G
 
 
 def test_band_pass_warn_fail_upper():

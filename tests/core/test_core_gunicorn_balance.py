@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import gunicorn_balance as gb
+from harness.launch import gunicorn_balance as gb
 from tests.conftest import free_port, stop_group
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,8 +20,8 @@ SCRIPT = textwrap.dedent('''
     from hydra.core.global_hydra import GlobalHydra
     from hydra.types import RunMode
     from omegaconf import OmegaConf
-    from harness.__main__ import CONFIG_NAME, register_resolvers
-    from harness.configs import register_all
+    from harness.cli.main import CONFIG_NAME, register_resolvers
+    from harness.core.configs import register_all
 
     conf, cases, edited, probe = Path(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
     register_resolvers(); register_all()
@@ -40,7 +40,7 @@ SCRIPT = textwrap.dedent('''
         t0 = time.perf_counter()
         out["plain"] = [text(j) for j in jobs]
         out["plain_s"] = (time.perf_counter() - t0) / len(jobs)
-        from harness.hydra_reuse import install
+        from harness.launch.hydra_reuse import install
         out["installed"] = install()
         out["installed_again"] = install()
         stored = []  # a ConfigStore entry stored again while the process lives is read again

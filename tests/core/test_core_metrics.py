@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from harness import metrics as M
+from harness.metrics import library as M
 
 
 def test_e_F_uses_global_scale_not_pointwise():

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import pytest
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from harness import fast_yaml, node_copy
+from harness.launch import fast_yaml
+from harness.launch import node_copy
 
 CASES = ["dem/energy_conservation", "vessel/surge_quadratic_decay", "load_transfer/uniform_pressure",
          "integrators/hires_ros2", "beam/cantilever_modes", "examples/pendulum"]
@@ -26,8 +27,8 @@ def job_configs():
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from harness.compose import CONF_DIR, CONFIG_NAME, register_resolvers
-    from harness.configs import register_all
+    from harness.core.compose import CONF_DIR, CONFIG_NAME, register_resolvers
+    from harness.core.configs import register_all
 
     register_resolvers()
     register_all()

@@ -12,8 +12,8 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from harness import run_case
-from harness.context import HarnessInputError
-from harness.manifest import canonical_json
+from harness.core.context import HarnessInputError
+from harness.core.manifest import canonical_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,7 +126,7 @@ def test_unknown_case_raises_one_line(harness_env):
 def test_log_batch_requests_fill_mlflows_limits():
     """A typical case run is one request; big records split within MLflow's per-request limits
     (100 params, 100 tags, 1000 entries) with nothing lost or repeated."""
-    from harness.tracking import batches
+    from harness.tracking.records import batches
 
     assert batches(range(40), range(30), range(8)) == [(list(range(40)), list(range(30)), list(range(8)))]
     p, m, t = [f"p{i}" for i in range(250)], [f"m{i}" for i in range(2500)], [f"t{i}" for i in range(130)]
@@ -141,7 +141,7 @@ def test_log_batch_requests_fill_mlflows_limits():
 def test_big_records_reach_the_store_whole(tracking_uri, tmp_path):
     """250 params, 1,200 metrics (a 1,100-step series) and 120 tags through record_run: every
     value is in the store once."""
-    from harness import tracking
+    from harness.tracking import records as tracking
 
     (tmp_path / "a.txt").write_text("x")
     params = {f"p{i}": str(i) for i in range(250)}

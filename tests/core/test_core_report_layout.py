@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness import report
+from harness.studies import report
 
 
 def _sweep(tmp_path: Path) -> Path:

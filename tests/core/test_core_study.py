@@ -81,7 +81,7 @@ def test_a_failed_job_fails_the_study(harness_env, tracking_uri):
 
 
 def test_study_kind_by_module_and_function():
-    from harness.studies import study_function
+    from harness.studies.aggregate import study_function
     from harness.families import load_transfer
 
     assert study_function("harness.families.load_transfer:bench_operator_apply", "dem") is load_transfer.bench_operator_apply

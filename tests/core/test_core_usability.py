@@ -41,8 +41,8 @@ def test_relative_data_file_is_found_in_the_launch_directory(tmp_path):
 
 
 def test_shipped_file_is_the_fallback_and_a_missing_file_lists_the_places_tried(tmp_path):
-    from harness.context import HarnessInputError
-    from harness.inputs import find_input
+    from harness.core.context import HarnessInputError
+    from harness.core.inputs import find_input
 
     assert find_input("models/vessel/data/tanker.yaml", "source.data_file", base=tmp_path) == \
         ROOT / "models/vessel/data/tanker.yaml"
@@ -57,8 +57,8 @@ def test_shipped_file_is_the_fallback_and_a_missing_file_lists_the_places_tried(
 
 
 def test_wall_loads_path_is_resolved_in_the_shared_place(tmp_path):
-    from harness.compose import compose
-    from harness.inputs import resolve_input_paths
+    from harness.core.compose import compose
+    from harness.core.inputs import resolve_input_paths
 
     (tmp_path / "x.wall-loads.v1.h5").write_bytes(b"")
     cfg = compose(["+case=load_transfer/uniform_pressure", "source=wall_loads_file", "source.path=x.wall-loads.v1.h5"])
@@ -141,7 +141,7 @@ def test_sigint_in_a_sweep_kills_the_parent_and_keeps_finished_jobs(tmp_path, tr
 
 def test_run_and_study_files_get_the_mode_of_the_umask(tmp_path, tracking_uri):
     """umask 002 (a group share): every file is 0664, the study table and figures included."""
-    from harness.atomic import atomic_write_text, umask_mode
+    from harness.core.atomic import atomic_write_text, umask_mode
 
     old = os.umask(0o022)
     try:
@@ -175,7 +175,7 @@ def test_loky_workers_collect_rarely():
     to 60 s (a joblib upgrade that drops the setting makes this fail, not the runs slow)."""
     import joblib.externals.loky.process_executor as pe
 
-    from harness.worker_gc import CHECK_DELAY_S, space_loky_collections
+    from harness.launch.worker_gc import CHECK_DELAY_S, space_loky_collections
 
     before = pe._MEMORY_LEAK_CHECK_DELAY
     try:

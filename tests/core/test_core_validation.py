@@ -13,8 +13,8 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from harness import validation
-from harness.context import HarnessInputError
+from harness.studies import validation
+from harness.core.context import HarnessInputError
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "validation" / "dem_contact_time_constructed.csv"
@@ -142,7 +142,7 @@ def test_validation_study_end_to_end(harness_env, tracking_uri):
     parent = MlflowClient(tracking_uri).get_run(json.loads((sweep / "study_state.json").read_text())["parent_run_id"])
     assert parent.data.metrics["val_contact_time_v2_E"] == pytest.approx(val.iloc[1]["E"], rel=1e-9)
     assert parent.data.tags["verdict"] == study["verdict"]
-    from harness import report
+    from harness.studies import report
 
     html = report.build(sweep)
     assert "validation (ASME V&V 20)" in html and "CONSTRUCTED data for tests, not measurements" in html

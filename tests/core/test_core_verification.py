@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from harness import verification as V
+from harness.metrics import verification as V
 
 EPS = np.finfo(float).eps
 
@@ -109,7 +109,7 @@ def _table(n, err, q):
 
 
 def test_convergence_study_gates_the_error_metric_and_gives_gci_on_the_quantity(tmp_path):
-    from harness.studies import convergence
+    from harness.studies.aggregate import convergence
 
     n = np.array([8, 16, 32, 64])
     h = 1.0 / n
@@ -125,8 +125,8 @@ def test_convergence_study_gates_the_error_metric_and_gives_gci_on_the_quantity(
 
 
 def test_convergence_study_with_oscillatory_quantity_and_round_off_metric(tmp_path):
-    from harness import figures
-    from harness.studies import convergence
+    from harness.core import figures
+    from harness.studies.aggregate import convergence
 
     n = np.array([8, 16, 32])
     h = 1.0 / n
@@ -146,7 +146,7 @@ def test_convergence_study_with_oscillatory_quantity_and_round_off_metric(tmp_pa
 
 
 def test_asymptotic_range_check_warns_outside_tolerance(tmp_path):
-    from harness.studies import convergence
+    from harness.studies.aggregate import convergence
 
     n = np.array([4, 8, 16])
     h = 1.0 / n

@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.api import run_case
+from harness.core.api import run_case
 from harness.families.dem import envelope, fit_mohr_coulomb
 
 

@@ -60,7 +60,7 @@ def test_lammps_gas_trajectories_agree():
 
 @lammps
 def test_bench_reports_ratio(harness_env):
-    from harness.api import run_case
+    from harness.core.api import run_case
 
     out = run_case("bench/dem_throughput", overrides=["tracking.enabled=false", "case.params.n_particles=[1000]",
                                                       "case.params.n_steps=3", "case.params.repeats=1"])

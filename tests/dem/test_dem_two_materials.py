@@ -99,7 +99,7 @@ def test_incidence_angle_and_tangential_restitution_in_the_sliding_regime():
 
 @pytest.mark.parametrize("case", ["dem/hertz_two_materials", "dem/hertz_elastic_wall"])
 def test_two_material_cases_pass(harness_env, case):
-    from harness.api import run_case
+    from harness.core.api import run_case
 
     out = run_case(case, overrides=["tracking.enabled=false"])
     assert out.verdict == "pass", (out.metrics, out.gates)
@@ -111,7 +111,7 @@ def test_two_material_cases_pass(harness_env, case):
     ("case.params.material2.density=-5", "density: must be finite and > 0, got -5.0"),
 ])
 def test_two_material_case_refuses_a_bad_second_material(harness_env, override, message):
-    from harness.api import run_case
+    from harness.core.api import run_case
 
     out = run_case("dem/hertz_two_materials", overrides=["tracking.enabled=false", override])
     assert out.status == "invalid" and out.exit_code == 2

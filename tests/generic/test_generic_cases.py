@@ -84,7 +84,7 @@ def test_every_reader_slice_reference_file_and_literal_arguments(harness_env):
     assert q["y_tail"].shape == (11,) and q["y_h5"].shape == (21,)
     assert [Path(i["path"]).name for i in manifest(out)["inputs"]] == ["writer.py", "sine_reference.csv"]
     # no shell: the label with shell metacharacters reaches the program as one literal argument
-    from harness.compose import compose
+    from harness.core.compose import compose
 
     label = compose(["+case=generic_test/formats", SEARCH]).case.params.parameters.label
     assert all(c in label for c in ";|&$`*>")
@@ -185,7 +185,7 @@ def test_bad_declarations_are_refused_before_the_model_runs(harness_env, overrid
 
 
 def test_schema_rejects_a_misspelt_key_at_composition(harness_env):
-    from harness.context import HarnessInputError
+    from harness.core.context import HarnessInputError
 
     with pytest.raises(HarnessInputError, match=r"case \(conf/case/examples/heat1d\.yaml\): unknown key 'params\.model\.timeout'.*did you mean 'timeout_s'"):
         run("examples/heat1d", "case.params.model.timeout=5")
@@ -205,7 +205,7 @@ def test_cli_exit_code_2_and_one_line(harness_env, tmp_path):
 def test_baseline_reference_reads_the_accepted_run(harness_env, tracking_uri):
     """kind: baseline: the period of the accepted examples/pendulum run is the reference of
     examples/pendulum_regression; the same step agrees exactly, another step does not."""
-    from harness.baseline import main as baseline_main
+    from harness.suites.baseline import main as baseline_main
 
     def tracked(case, *overrides):
         return run_case(case, overrides=[SEARCH, *overrides], tracking_uri=tracking_uri)

@@ -10,8 +10,8 @@ import h5py
 import numpy as np
 import pytest
 
-from harness import metrics as M
-from harness.context import HarnessInputError
+from harness.metrics import library as M
+from harness.core.context import HarnessInputError
 from harness.generic import readers
 from harness.generic.expressions import FUNCTIONS, ExpressionError, evaluate
 
@@ -157,7 +157,7 @@ def test_run_command_exit_code_and_process_group_kill(tmp_path):
     import sys
     import time
 
-    from harness.context import RunContext
+    from harness.core.context import RunContext
     from harness.generic.model import ModelFailed, run_command
 
     ctx = RunContext(run_dir=tmp_path)

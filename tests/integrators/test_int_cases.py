@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.api import run_case
-from harness.context import HarnessInputError
+from harness.core.api import run_case
+from harness.core.context import HarnessInputError
 
 ROOT = Path(__file__).resolve().parents[2]
 FULL = os.environ.get("HARNESS_FULL") == "1"

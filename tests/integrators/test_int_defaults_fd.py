@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from harness.compose import compose, group_options
+from harness.core.compose import compose, group_options
 from models.integrators import get
 from models.integrators.base import ResidualProblem
 from models.integrators.jacobians import fd_increments, fd_residual_partials

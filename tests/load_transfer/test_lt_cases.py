@@ -2,7 +2,7 @@
 import pytest
 
 from harness import run_case
-from harness.compose import CONF_DIR, available_cases
+from harness.core.compose import CONF_DIR, available_cases
 
 # the analytic transfer cases: those run by the family's main adapter
 CASES = [c for c in available_cases() if c.startswith("load_transfer/")

@@ -164,7 +164,7 @@ def test_bad_face_tables_are_refused(tmp_path):
 
 
 def test_cli_with_faces(tmp_path, capsys):
-    from harness.export_cli import main
+    from harness.tools.export import main
 
     src, *_ = _parabolic_source(tmp_path)
     table, ft = axisymmetric_face_table(np.linspace(0.0, R, 6), 0.02)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness import run_case
-from harness.compose import available_cases
+from harness.core.compose import available_cases
 
 FILE_CASES = [c for c in available_cases() if c.startswith("load_transfer/files/")]
 
@@ -68,7 +68,7 @@ def test_wall_loads_file_source_feeds_the_conservative_cases(harness_env, tmp_pa
 
 
 def test_validate_cli_exit_codes(tmp_path):
-    from harness.validate import main
+    from harness.tools.validate import main
     from models.load_transfer.contracts.corrupt import make_bad_file
     from models.load_transfer.extraction import synthetic_metadata, synthetic_wall_run
 

@@ -202,7 +202,7 @@ def test_kratos_checksum(tmp_path):
 
 
 def test_export_cli_exit_codes(tmp_path, capsys):
-    from harness.export_cli import main
+    from harness.tools.export import main
 
     src, *_ = _source(tmp_path, _uniform)
     fine = tmp_path / "fine.csv"

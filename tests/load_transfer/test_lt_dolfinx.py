@@ -10,7 +10,7 @@ import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from harness.api import run_case  # noqa: E402
+from harness.core.api import run_case  # noqa: E402
 from models.load_transfer.fe.base import ElasticBody, make_fe_solver  # noqa: E402
 from models.load_transfer.fe.dolfinx_backend import DolfinxUnavailable, probe  # noqa: E402
 

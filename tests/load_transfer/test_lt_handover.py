@@ -73,7 +73,7 @@ def test_export_writes_the_operators_forces_and_refuses_another_wall_file(operat
 
 
 def test_export_case_needs_an_existing_operator_file(harness_env, tmp_path):
-    from harness.api import run_case
+    from harness.core.api import run_case
 
     out = run_case("load_transfer/kratos_export",
                    overrides=["tracking=none", f"++case.params.operator_file={tmp_path / 'none.operator.npz'}"])
@@ -84,7 +84,7 @@ def test_static_case_on_a_handed_over_file_applies_its_peak_knot(operator, harne
     """kratos_static with case.params.loads_file: the constant load is the file's largest-force knot;
     the force read back from Kratos equals that knot's source force (conservative loads)."""
     pytest.importorskip("KratosMultiphysics.MPMApplication", reason="Kratos extra not installed")
-    from harness.api import run_case
+    from harness.core.api import run_case
 
     wl, op, _ = operator
     ex, _ = export_with_operator(op, wl, step_edges(0.0, 5e-5 / 40, 40), tmp_path / "out")
@@ -100,7 +100,7 @@ def test_dynamic_levels_on_a_handed_over_file_need_its_wall_loads_file(operator,
     """kratos_dynamic exports ``source`` on its finer levels: with loads_file, that must be the wall-loads
     file the loads file was exported from (its SHA-256), else exit 2 naming case.params.loads_file."""
     pytest.importorskip("KratosMultiphysics.MPMApplication", reason="Kratos extra not installed")
-    from harness.api import run_case
+    from harness.core.api import run_case
 
     wl, op, _ = operator
     ex, _ = export_with_operator(op, wl, step_edges(0.0, 5e-5 / 40, 40), tmp_path / "out")

@@ -11,7 +11,7 @@ import pytest
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 pytest.importorskip("KratosMultiphysics.MPMApplication", reason="Kratos extra not installed")
 
-from harness.api import run_case  # noqa: E402
+from harness.core.api import run_case  # noqa: E402
 
 
 def test_lt_kratos_3d_case(harness_env):

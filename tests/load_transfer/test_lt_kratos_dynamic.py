@@ -66,7 +66,7 @@ def test_lt_kratos_step_records_closed_form(tmp_path):
 
 def test_lt_kratos_dynamic_case(harness_env, tracking_uri):
     pytest.importorskip("KratosMultiphysics.MPMApplication", reason="Kratos extra not installed")
-    from harness.api import run_case
+    from harness.core.api import run_case
 
     out = run_case("load_transfer/kratos_dynamic", tracking_uri=tracking_uri)
     assert out.status == "ok", out.message

@@ -62,7 +62,7 @@ def test_bad_plasticity_spec_names_the_field(kw, field):
                                              ("case.params.above_factor=1.5", "above_factor")])
 def test_bad_case_input_is_exit_2_naming_the_field(override, field, harness_env):
     pytest.importorskip("KratosMultiphysics.MPMApplication", reason="Kratos extra not installed")
-    from harness.api import run_case
+    from harness.core.api import run_case
 
     out = run_case("load_transfer/kratos_plasticity", overrides=["tracking=none", override])
     assert out.exit_code == 2 and field in out.message, out.message

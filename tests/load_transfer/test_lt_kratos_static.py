@@ -10,7 +10,7 @@ import pytest
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 pytest.importorskip("KratosMultiphysics.MPMApplication", reason="Kratos extra not installed")
 
-from harness.api import run_case  # noqa: E402
+from harness.core.api import run_case  # noqa: E402
 from models.load_transfer.contracts.kratos_loads import read_kratos_loads, write_kratos_loads  # noqa: E402
 from models.load_transfer.fe import ElasticBody  # noqa: E402
 from models.load_transfer.kratos import workflow as W  # noqa: E402

@@ -43,7 +43,7 @@ def _handovers_verified(rec: dict, consumed: bool = True) -> None:
 
 def test_a_failed_gate_stops_the_later_stages_with_the_reason_on_the_parent_run(harness_env):
     """The operator stage on a top face wider than the wall's rings: its surface-area gate fails."""
-    from harness import tracking as T
+    from harness.tracking import records as T
     from harness.families.load_transfer_workflow import run_workflow
 
     rec = run_workflow(sets=["operator:case.params.body.radius=0.012"])
@@ -103,7 +103,7 @@ def test_every_stage_passes_each_hands_its_product_on_and_plasticity_runs(tmp_pa
 
 
 def test_a_file_source_without_an_existing_file_is_invalid_input(tmp_path):
-    from harness.api import run_case
+    from harness.core.api import run_case
 
     for extra in ([], [f"++case.params.source.path={tmp_path / 'missing.wall-loads.v1.h5'}"]):
         out = run_case("load_transfer/kratos_static", overrides=["tracking=none", "case.params.source.kind=file", *extra])

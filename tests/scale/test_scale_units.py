@@ -9,7 +9,10 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from harness import figures, progress, report, studies
+from harness.core import figures
+from harness.core import progress
+from harness.studies import report
+from harness.studies import aggregate as studies
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

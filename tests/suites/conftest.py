@@ -25,7 +25,7 @@ def run_harness(args, outputs: Path, env=None, timeout: float = 600, cwd: Path =
 def suite_outputs(tmp_path_factory) -> Path:
     """A fresh outputs directory whose sqlite store exists before any suite runs."""
     out = tmp_path_factory.mktemp("suite_outputs")
-    from harness import tracking
+    from harness.tracking import records as tracking
 
     tracking.ensure_experiment(f"sqlite:///{out}/mlflow.db", "harness/_init", str(out / "mlartifacts"))
     return out

@@ -8,7 +8,7 @@ HARNESS_TEST_INVALID=a   cases whose input is rejected (HarnessInputError)
 """
 import os
 
-from harness.context import HarnessInputError
+from harness.core.context import HarnessInputError
 from harness.families import load_transfer
 
 

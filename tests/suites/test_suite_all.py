@@ -23,8 +23,8 @@ def test_suite_all_counts_agree(tmp_path, cli):
     from junitparser import JUnitXml
     from mlflow.tracking import MlflowClient
 
-    from harness import tracking
-    from harness.catalogue import catalogue
+    from harness.tracking import records as tracking
+    from harness.suites.catalogue import catalogue
 
     tracking.ensure_experiment(f"sqlite:///{tmp_path}/mlflow.db", "harness/_init", None)
     res = cli(["suite=all", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], tmp_path, timeout=7200)

@@ -18,7 +18,7 @@ REDUCED = ["case.params.suite=all",
 
 @pytest.mark.slow
 def test_suite_overhead_benchmark(harness_env):
-    from harness.api import run_case
+    from harness.core.api import run_case
 
     out = run_case("bench/suite_overhead", overrides=["tracking=none", *([] if FULL else REDUCED)])
     assert out.status == "ok", out.message

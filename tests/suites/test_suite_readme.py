@@ -34,7 +34,7 @@ def commands(text: str):
 
 
 def test_readme_ci_section_runs_as_written(tmp_path, monkeypatch, capsys):
-    from harness.__main__ import main
+    from harness.cli.main import main
 
     text = section()
     shown = commands(text)
@@ -81,14 +81,14 @@ def test_readme_ci_section_runs_as_written(tmp_path, monkeypatch, capsys):
         assert main(shlex.split(cmd)[3:]) == 0, cmd
         ran.add(cmd)
     out = capsys.readouterr().out
-    from harness.catalogue import catalogue
+    from harness.suites.catalogue import catalogue
 
     fast = yaml.safe_load((ROOT / "conf" / "suite" / "fast.yaml").read_text())["select"]
     n_fast = sum("fast" in c.tags and not set(c.tags) & set(fast["exclude_tags"]) and c.name not in fast["exclude"]
                  for c in catalogue())
     assert "accepted baseline smoke: 3 case runs" in out and "baseline smoke: 3 cases" in out
     assert "compare A=baseline:smoke  B=latest: 3 cases on both sides" in out and f"suite fast: {n_fast} cases" in out
-    from harness import report
+    from harness.cli import report
 
     assert report.main([str(suite_dir)]) == 0  # python -m harness.report <suite dir>
     assert capsys.readouterr().out.strip() == str(suite_dir / "dashboard.html")

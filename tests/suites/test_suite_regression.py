@@ -20,7 +20,7 @@ ARGS = ["suite=fast", f"suite.select.cases=[{','.join(CASES)}]", ADAPTER]
 
 def baseline_cli(args, outputs: Path):
     """``python -m harness baseline ARGS`` in this process: (exit code, stdout, stderr)."""
-    from harness import baseline
+    from harness.suites import baseline
 
     old = os.environ.get("HARNESS_OUTPUTS")
     os.environ["HARNESS_OUTPUTS"] = str(outputs)
@@ -90,7 +90,7 @@ def test_changed_model_is_a_regression_everywhere(drifted, suite_outputs):
 
 
 def test_unchanged_rerun_and_enforce_false(accepted, suite_outputs, monkeypatch):
-    from harness.api import run_case
+    from harness.core.api import run_case
 
     monkeypatch.setenv("HARNESS_OUTPUTS", str(suite_outputs))
     monkeypatch.syspath_prepend(str(HERE))
@@ -109,8 +109,8 @@ def test_unchanged_rerun_and_enforce_false(accepted, suite_outputs, monkeypatch)
 
 
 def test_compare_lists_exactly_the_changed_keys(accepted, suite_outputs, monkeypatch, capsys):
-    from harness import compare
-    from harness.api import run_case
+    from harness.suites import compare
+    from harness.core.api import run_case
 
     monkeypatch.setenv("HARNESS_OUTPUTS", str(suite_outputs))
     monkeypatch.syspath_prepend(str(HERE))

@@ -6,12 +6,12 @@ import math
 import pytest
 from omegaconf import OmegaConf
 
-from harness.catalogue import KNOWN_TAGS, CaseInfo, catalogue
-from harness.context import HarnessInputError
+from harness.suites.catalogue import KNOWN_TAGS, CaseInfo, catalogue
+from harness.core.context import HarnessInputError
 
 
 def suite_cfg(**select):
-    from harness.configs import SuiteConf
+    from harness.core.configs import SuiteConf
 
     cfg = OmegaConf.structured(SuiteConf(name="t"))
     for k, v in select.items():
@@ -53,7 +53,7 @@ def test_every_case_file_carries_tags_from_the_vocabulary():
     ({"cases": ["a/two", "bench/four"], "exclude": ["bench/*"]}, ["a/two"]),
 ])
 def test_selection_rules(select, expected):
-    from harness.suites import select as sel
+    from harness.suites.suite import select as sel
 
     assert names(sel(suite_cfg(**select), CATALOGUE)) == expected
 
@@ -66,16 +66,16 @@ def test_selection_rules(select, expected):
     ({"overrides": {"c/*": ["x=1"]}}, "suite.overrides: 'c/\\*' matches no case"),
 ])
 def test_bad_selection_is_one_clear_error(select, message):
-    from harness.suites import select as sel
+    from harness.suites.suite import select as sel
 
     with pytest.raises(HarnessInputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         sel(suite_cfg(**select), CATALOGUE)
 
 
 def test_shipped_suites(capsys):
-    from harness.__main__ import main
-    from harness.compose import compose
-    from harness.suites import select
+    from harness.cli.main import main
+    from harness.core.compose import compose
+    from harness.suites.suite import select
 
     all_cases = catalogue()
     picked = {s: names(select(compose([f"suite={s}"]).suite)) for s in ("default", "fast", "all", "nightly", "smoke")}
@@ -95,8 +95,8 @@ def test_shipped_suites(capsys):
 
 
 def test_per_case_overrides_apply_values_and_refuse_the_rest():
-    from harness.compose import compose
-    from harness.suites import _apply_overrides, case_overrides
+    from harness.core.compose import compose
+    from harness.suites.suite import _apply_overrides, case_overrides
 
     cfg = compose(["+case=load_transfer/sign", "suite=all"])
     cfg.suite.overrides = {"load_transfer/*": ["source.n_rings=7"], "load_transfer/sign": ["+case.params.extra=1"]}
@@ -111,7 +111,7 @@ def test_per_case_overrides_apply_values_and_refuse_the_rest():
 
 
 def test_case_overrides_of_a_suite_run_in_each_job_only():
-    from harness.suites import per_job
+    from harness.suites.suite import per_job
 
     assert per_job("source.n_rings=8") == "source.n_rings=choice(8)"
     assert per_job("+case.params.x=[1,2]") == "+case.params.x=choice([1,2])"
@@ -121,7 +121,7 @@ def test_case_overrides_of_a_suite_run_in_each_job_only():
 
 
 def test_regression_bands_closed_form():
-    from harness.baseline import compare_metrics, rel_change
+    from harness.core.regression import compare_metrics, rel_change
 
     reg = {"rel": 1e-6, "abs": 0.0, "analytic_rel": 1e-12, "analytic_abs": 1e-14,
            "timing_patterns": ["*wall*"], "bands": {"wall_time": {"rel": 0.5}}}
@@ -142,7 +142,7 @@ def test_regression_bands_closed_form():
 
 
 def test_child_run_names_from_overrides():
-    from harness.reports.notes import child_run_name
+    from harness.tracking.notes import child_run_name
 
     assert child_run_name("lt/x", ["+case=lt/x", "+study=lt/s", "operator.surface.resolution=16"]) == "resolution=16"
     assert child_run_name("lt/x", ["+case=lt/x"]) == "lt/x"
@@ -151,7 +151,7 @@ def test_child_run_names_from_overrides():
 
 
 def test_swept_keys_from_the_multirun_record(tmp_path):
-    from harness.reports.notes import swept_keys
+    from harness.tracking.notes import swept_keys
 
     (tmp_path / "multirun.yaml").write_text(
         "hydra:\n  overrides:\n    task: ['+case=lt/x', 'op.res=4', 'src.n_rings=4,8', '+p.k=range(1,3)']\n")
@@ -160,7 +160,7 @@ def test_swept_keys_from_the_multirun_record(tmp_path):
 
 
 def test_suite_sweeper_validates_one_job_per_family_and_override_list():
-    from harness.suite_sweeper import representatives, validation_key
+    from harness.launch.suite_sweeper import representatives, validation_key
 
     batch = [["suite=fast", "+case=a/one", "x=choice(1)"], ["suite=fast", "+case=a/two", "x=choice(1)"],
              ["suite=fast", "+case=b/sub/three", "x=choice(1)"], ["suite=fast", "+case=a/one", "x=choice(2)"]]

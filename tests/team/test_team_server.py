@@ -71,7 +71,7 @@ def test_a_record_is_ended_only_after_every_request_of_it_was_answered(team_stac
     layout of MlflowClient.log_artifacts), and the run is ended only when every one was answered. A
     record the server refuses fails the whole record (TrackingError), nothing after the refused
     request is sent and its run is not ended (harness.sync deletes and re-sends such a run)."""
-    from harness import tracking
+    from harness.tracking import records as tracking
 
     uri, experiment = team_stack.uri, "harness/team_record_run"
     art = tmp_path / "run"

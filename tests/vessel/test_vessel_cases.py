@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from harness.api import run_case
+from harness.core.api import run_case
 
 FULL = os.environ.get("HARNESS_FULL") == "1"
 FAST = ["frames", "static_wind", "ema_step", "rudder_ramp", "propeller_lag", "spinning_body", "heave_decay",

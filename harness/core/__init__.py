@@ -1,0 +1,5 @@
+"""One case run: composition, typed configs, the runner (adapter -> metrics -> gates -> records),
+run context, manifest, atomic writes, input resolution, config errors, interruption, regressions.
+
+May import tracking, metrics, launch, models and schemas; families and generic are found by name.
+"""
