@@ -13,13 +13,13 @@ from __future__ import annotations
 import io
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from harness.core.atomic import atomic_write_bytes
+from harness.metrics.verification import loglog_order
 
 log = logging.getLogger(__name__)
 
@@ -216,13 +216,8 @@ def for_run(family: str, run_dir: Path) -> List[Path]:
 
 
 # -- per study -----------------------------------------------------------------------------
-def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
-    """Least-squares slope of log y against log x (positive finite pairs; NaN if < 2)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
-    if ok.sum() < 2 or np.ptp(np.log(x[ok])) == 0:
-        return math.nan
-    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
+# least-squares slope of log y against log x over the positive finite pairs (NaN if < 2)
+loglog_slope = loglog_order
 
 
 def round_off_band(ax, x, bound: float, label: str) -> None:
