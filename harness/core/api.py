@@ -27,7 +27,7 @@ def run_case(case: str, overrides: Sequence[str] = (), tracking_uri: Optional[st
     """Compose ``case`` (a name under conf/case) with ``overrides`` and run it.
 
     tracking_uri: an MLflow tracking URI replacing the configured one. Raises
-    :class:`harness.context.HarnessInputError` (one line) for an unknown case, an
+    :class:`harness.core.context.HarnessInputError` (one line) for an unknown case, an
     unknown key or a wrong type; everything after composition is reported in the outcome.
     """
     all_overrides = [f"+case={case}", *overrides]

@@ -60,7 +60,7 @@ def describe_config_error(exc: BaseException, overrides: Sequence[str] = ()) -> 
     """One line naming what is wrong with a composed config (file, key and rule).
 
     ``overrides``: the command line's overrides; with them an unknown key or a wrong type
-    names the option file the user chose (see :mod:`harness.config_errors`).
+    names the option file the user chose (see :mod:`harness.core.config_errors`).
     """
     from harness.core.config_errors import describe_key_error
 

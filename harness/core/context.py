@@ -4,7 +4,7 @@ A family adapter is a plain function ``run(cfg, ctx) -> CaseResult`` in
 ``harness/families/<family>.py``. ``cfg`` is the composed, resolved case config
 (an OmegaConf DictConfig); ``ctx`` is a :class:`RunContext`. The adapter builds the
 model objects from ``cfg`` (``hydra.utils.instantiate`` on ``_target_`` nodes),
-runs them, computes metrics with :mod:`harness.metrics`, and returns them. It never
+runs them, computes metrics with :mod:`harness.metrics.library`, and returns them. It never
 judges gates, writes the manifest or talks to MLflow: the runner does that.
 """
 from __future__ import annotations

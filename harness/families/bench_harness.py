@@ -2,7 +2,7 @@
 
 role=bench (the benchmark):
   * overhead: a child process runs ``overhead_cases`` small cases through
-    :func:`harness.api.run_case` with a sqlite store; per case, overhead = wall time of
+    :func:`harness.core.api.run_case` with a sqlite store; per case, overhead = wall time of
     run_case - the adapter's own time (manifest ``timings_s.run``) [s]; the median is gated.
   * launchers: the same ``sweep_jobs`` equal CPU-bound jobs (role=work) are swept twice with
     the CLI, basic launcher then joblib with ``workers`` processes, into one pre-created

@@ -9,7 +9,7 @@ role=job (the tiny analytic job the team tests sweep by the dozen):
 role=bench (the benchmark):
   two writer processes (the same two for both stores, sqlite first) log the same records (params,
   metrics, tags, three small artifacts of a real job) at the same time, ``runs_per_writer`` each per store and per path, interleaving the
-  harness path (:func:`harness.tracking.record_run`) and the raw path (bare ``MlflowClient``:
+  harness path (:func:`harness.tracking.records.record_run`) and the raw path (bare ``MlflowClient``:
   create_run, one log_batch, log_artifacts, set_terminated). Stores: the embedded sqlite store
   in the run directory and the MLflow server ``server_uri`` (PostgreSQL-backed, see the README
   "Team set-up"). Metrics: runs per second each store absorbed (all runs of both writers / wall

@@ -3,7 +3,7 @@
 Order of a run: ``prepare`` (a command, e.g. compiling the solver) -> ``model`` (a command
 or a callable) -> ``outputs`` (read from files or from the returned mapping) ->
 ``reference`` (expressions, files, callables) -> ``metrics`` (the library of
-:mod:`harness.metrics`, in declaration order; each metric becomes a name for the next)
+:mod:`harness.metrics.library`, in declaration order; each metric becomes a name for the next)
 -> series and plots. Quantities live in one namespace: case parameters, outputs,
 references and metrics; a name may be defined once.
 

@@ -107,8 +107,8 @@ def gci(f1: float, f2: float, f3: float, r21: float, r32: float, safety_factor: 
     """Roache's GCI from solutions f1 (fine), f2, f3 (coarse) and refinement ratios.
 
     The bare arithmetic, whatever the convergence type; the apparent order comes from
-    :func:`harness.verification.apparent_order` (Celik et al. 2008 fixed point for r21 ≠ r32).
-    Studies use :func:`harness.verification.three_grid`, which also classifies oscillatory,
+    :func:`harness.metrics.verification.apparent_order` (Celik et al. 2008 fixed point for r21 ≠ r32).
+    Studies use :func:`harness.metrics.verification.three_grid`, which also classifies oscillatory,
     divergent and round-off sequences (no GCI for those) and gives u_num.
     """
     from harness.metrics.verification import apparent_order

@@ -14,7 +14,7 @@ gated by ``study.validation.band`` on |E| / u_val. Everything goes to the parent
 ``study/validation.png`` (S and D with error bars; E with its ±k·u_val band).
 
 How the samples become a sweep: :func:`plan_sweep` (called by the study callback in the
-launching process, before any job) swaps Hydra's basic sweeper for :class:`harness.sample_sweeper.SampleSweeper`,
+launching process, before any job) swaps Hydra's basic sweeper for :class:`harness.launch.sample_sweeper.SampleSweeper`,
 which gives every job of the basic sweep one set of plain overrides per point and sample
 (``case.params.v_n=0.5 source.E=6.31e10 ... +validation_sample={point:v1,index:0}``), so each
 job's config carries its own values and any launcher (basic, joblib, Ray, Slurm) runs it.
