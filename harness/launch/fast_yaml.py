@@ -9,14 +9,25 @@ only the emitting is libyaml's. The documents load back to the same values; the 
 where a long double-quoted string is folded onto the next line (libyaml folds escaped strings at
 other points than PyYAML), which in the harness's configs is the help text in ``hydra.yaml``.
 :func:`install` makes Hydra's ``_save_config`` use it when PyYAML has libyaml.
+
+Checked against hydra-core 1.3.8, omegaconf 2.3.1 and PyYAML 6.0.4: :func:`install` replaces
+``hydra.core.utils._save_config`` only when it is ``(cfg, filename, output_dir)`` and ``run_job``
+calls it by that name, PyYAML has libyaml, OmegaConf's private ``get_omega_conf_dumper`` and
+``_ensure_container`` are there, and a probe config comes out as ``OmegaConf.to_yaml`` writes it.
+Otherwise, or when ``HARNESS_PLAIN_PATHS`` names ``fast_yaml``, Hydra writes the files itself.
 """
 from __future__ import annotations
 
 import functools
+import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import yaml
+
+from harness.launch import guard
+
+GUARD = "fast_yaml"
 
 
 @functools.lru_cache(maxsize=1)
@@ -52,11 +63,36 @@ def _save_config(cfg: Any, filename: str, output_dir: Path) -> None:
         file.write(to_yaml(cfg))
 
 
+_PROBE = {"a": "1.0", "b": "true", "c": [1.5, "null", None], "d": {"e": "${a}", "f": "x: y"}}
+
+
+def _check() -> Optional[str]:
+    from hydra.core import utils
+    from omegaconf import OmegaConf, _utils
+
+    if not getattr(yaml, "__with_libyaml__", False) or not hasattr(yaml, "CDumper"):
+        return "PyYAML has no libyaml"
+    if list(inspect.signature(utils._save_config).parameters) != ["cfg", "filename", "output_dir"]:
+        return f"hydra.core.utils._save_config{inspect.signature(utils._save_config)} is not (cfg, filename, output_dir)"
+    if "_save_config" not in utils.run_job.__code__.co_names:
+        return "hydra.core.utils.run_job does not call _save_config"
+    missing = guard.has(_utils, "get_omega_conf_dumper", "_ensure_container")
+    if missing:
+        return missing
+    probe = OmegaConf.create(_PROBE)
+    if to_yaml(probe) != OmegaConf.to_yaml(probe):
+        return "a probe config is written otherwise than by OmegaConf.to_yaml"
+    return None
+
+
 def install() -> bool:
-    """Make Hydra write a job's ``.hydra/`` files with :func:`to_yaml`; False without libyaml."""
-    if not getattr(yaml, "__with_libyaml__", False):
-        return False
+    """Make Hydra write a job's ``.hydra/`` files with :func:`to_yaml` if the check passes (module
+    docstring); True when newly installed."""
     from hydra.core import utils
 
+    if utils._save_config is _save_config:
+        return False
+    if not guard.allowed(GUARD, _check):
+        return False
     utils._save_config = _save_config
     return True

@@ -11,11 +11,18 @@ request opens a new connection, which any worker may accept: a pinned pair of cl
 spread out after a few requests, and connections on workers that are not over-loaded are never
 closed. Use (the MLflow server runs gunicorn)::
 
-    mlflow server ... --gunicorn-opts "-c python:harness.gunicorn_balance --worker-class gthread ..."
+    mlflow server ... --gunicorn-opts "-c python:harness.launch.gunicorn_balance --worker-class gthread ..."
 
 A worker takes its slot once it has loaded the application (a worker still starting counts as
 no idle worker). The hooks never fail a request: a worker without a slot (more than
 ``MAX_WORKERS``) serves as plain gunicorn does.
+
+Nothing private of gunicorn is touched, so there is no check to make: the module is a gunicorn
+config file defining gunicorn's documented server hooks (``post_worker_init``, ``pre_request``,
+``post_request``, ``worker_exit``, see gunicorn's settings reference) and calls the public
+``force_close()`` of the request a hook is given. Checked with gunicorn 26.2.0
+(tests/core/test_core_gunicorn_balance.py runs a real one). The plain path is to leave out
+``-c python:harness.launch.gunicorn_balance``.
 """
 from __future__ import annotations
 

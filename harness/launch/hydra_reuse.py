@@ -20,23 +20,39 @@ per process:
   installed, so the one this process built for its first job is kept.
 * **cheaper copies and writes** (profiled again after the above: OmegaConf's deep copies were a
   quarter of what the workers spent between cases, the ``.hydra/`` YAML 8 %, override parsing 3 %):
-  OmegaConf deep copies by a pickle round trip (:mod:`harness.node_copy`), ``.hydra/`` written
-  through libyaml's emitter (:mod:`harness.fast_yaml`), each override string parsed once.
+  OmegaConf deep copies by a pickle round trip (:mod:`harness.launch.node_copy`), ``.hydra/``
+  written through libyaml's emitter (:mod:`harness.launch.fast_yaml`), each override string parsed once.
   ``bench/suite_overhead``: parallel efficiency 0.74-0.75 -> 0.77-0.79 on a quiet machine.
 
 Composed configs are identical with and without it (tests/core/test_core_hydra_reuse.py).
+
+Checked against hydra-core 1.3.8 and omegaconf 2.3.1. Before it replaces anything, :func:`install`
+checks (:func:`_check`) that hydra-core is 1.3 and that every private function it replaces or reads
+is there with the signature it was written against: ``ConfigRepository.load_config(self,
+config_path)`` and ``_find_object_source(self, config_path, object_type)``,
+``CachingConfigRepository.__init__(self, delegate)`` setting ``delegate`` and ``cache``, the static
+``Singleton.set_state(state)`` reading ``state["instances"]``, ``OverridesParser.parse_rule(self, s,
+rule_name)``, ``defaults_list._create_interpolation_map(overrides, defaults_list, self_added)``
+called by name in its module, and OmegaConf's ``grammar_parser.parse`` being what ``omegaconf.base``
+and ``omegaconf._utils`` call ``parse``. Otherwise, or when ``HARNESS_PLAIN_PATHS`` names
+``hydra_reuse``, Hydra composes every job as it does without the harness. The deep copies and the
+``.hydra/`` YAML are separate speed-ups with their own checks (:mod:`harness.launch.node_copy`,
+:mod:`harness.launch.fast_yaml`).
 """
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import os
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
-from harness.launch import fast_yaml, node_copy
+from harness.launch import fast_yaml, guard, node_copy
 from harness.launch.node_copy import pickle_copy
 
 log = logging.getLogger(__name__)
+
+GUARD = "hydra_reuse"
 
 MEMO_SCHEMES = ("file", "pkg", "structured")
 _MEMO: Dict[Tuple[Any, ...], list] = {}  # (source, path) -> [stamp, loaded, copied by pickle]
@@ -70,7 +86,7 @@ def _same_stamp(a: Any, b: Any) -> bool:
 
 def _copy_loaded(kept: list) -> Any:
     """A deep copy of a memoised load (``kept`` = [stamp, loaded, by_pickle]): a pickle round trip
-    keeping classes (:func:`harness.node_copy.pickle_copy`, 4x faster than ``copy.deepcopy`` on
+    keeping classes (:func:`harness.launch.node_copy.pickle_copy`, 4x faster than ``copy.deepcopy`` on
     OmegaConf nodes here), or ``copy.deepcopy`` from the first time pickle refuses it on."""
     if kept[2]:
         try:
@@ -143,14 +159,72 @@ def _skip_unused_interpolation_maps() -> None:
     dl._create_interpolation_map = interpolation_map
 
 
+def _params(fn) -> list:
+    return list(inspect.signature(fn).parameters)
+
+
+def _check() -> Optional[str]:
+    """None when Hydra and OmegaConf have what :func:`install` replaces, as it was written for."""
+    from hydra._internal import config_repository as cr
+    from hydra._internal import defaults_list as dl
+    from hydra.core.default_element import InputDefault
+    from hydra.core.object_type import ObjectType
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.plugins import Plugins
+    from hydra.core.singleton import Singleton
+    from omegaconf import _utils, base, grammar_parser
+
+    hydra_version = guard.version("hydra-core")
+    if hydra_version[:2] != (1, 3):
+        return f"hydra-core {hydra_version} is not 1.3"
+    shapes = (("ConfigRepository.load_config", cr.ConfigRepository.load_config, ["self", "config_path"]),
+              ("ConfigRepository._find_object_source", cr.ConfigRepository._find_object_source,
+               ["self", "config_path", "object_type"]),
+              ("CachingConfigRepository.__init__", cr.CachingConfigRepository.__init__, ["self", "delegate"]),
+              ("OverridesParser.parse_rule", OverridesParser.parse_rule, ["self", "s", "rule_name"]),
+              ("defaults_list._create_interpolation_map", dl._create_interpolation_map,
+               ["overrides", "defaults_list", "self_added"]),
+              ("Singleton.set_state", Singleton.set_state, ["state"]))
+    for name, fn, want in shapes:
+        if getattr(fn, "harness_memo", False) or getattr(fn, "harness_lazy", False):
+            continue  # this process's own replacement (a partial install before)
+        if _params(fn) != want:
+            return f"{name}{inspect.signature(fn)} is not ({', '.join(want)})"
+    if not {"delegate", "cache"} <= set(cr.CachingConfigRepository.__init__.__code__.co_names):
+        return "CachingConfigRepository.__init__ no longer sets delegate and cache"
+    if not isinstance(inspect.getattr_static(Singleton, "set_state"), staticmethod) \
+            or "instances" not in Singleton.set_state.__code__.co_consts:
+        return "Singleton.set_state is not a staticmethod reading state['instances']"
+    if not isinstance(Singleton._instances, dict) or not hasattr(Plugins, "instance"):
+        return "Singleton._instances is not a dict of instances by class"
+    if not any("_create_interpolation_map" in f.__code__.co_names for f in vars(dl).values()
+               if inspect.isfunction(f)):
+        return "hydra's defaults_list no longer calls _create_interpolation_map by name"
+    missing = guard.has(InputDefault, "is_interpolation") or guard.has(ObjectType, "CONFIG")
+    if missing:
+        return missing
+    if _params(grammar_parser.parse)[:1] != ["value"]:
+        return f"omegaconf.grammar_parser.parse{inspect.signature(grammar_parser.parse)} does not take value first"
+    for module in (base, _utils):
+        if getattr(module, "parse", None) is not grammar_parser.parse \
+                and not getattr(getattr(module, "parse", None), "harness_memo", False):
+            return f"{module.__name__}.parse is not omegaconf.grammar_parser.parse"
+    return None
+
+
 def install() -> bool:
-    """Keep config files and the plugin registry in this process (module docstring); True when
-    newly installed."""
+    """Keep config files and the plugin registry in this process (module docstring) if the check
+    passes; True when newly installed. The deep copies and YAML writes are installed either way,
+    each after its own check."""
     from hydra._internal import config_repository as cr
     from hydra.core.object_type import ObjectType
 
     plain_load = cr.ConfigRepository.load_config
     if getattr(plain_load, "harness_memo", False):  # installed already (here, or in the parent of a fork)
+        return False
+    node_copy.install()
+    fast_yaml.install()
+    if not guard.allowed(GUARD, _check):
         return False
 
     def load_config(self, config_path: str):
@@ -179,8 +253,6 @@ def install() -> bool:
     cr.ConfigRepository.load_config = load_config
     cr.CachingConfigRepository.__init__ = caching_init
     _keep_plugin_registry()
-    node_copy.install()
-    fast_yaml.install()
     _memoise_interpolation_parses()
     _memoise_override_parses()
     _skip_unused_interpolation_maps()

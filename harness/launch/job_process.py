@@ -3,8 +3,9 @@ from __future__ import annotations
 
 
 def prepare() -> None:
-    """Space loky's garbage collections (:mod:`harness.worker_gc`) and read Hydra's config files
-    and plugins once per process (:mod:`harness.hydra_reuse`); both are no-ops after the first job."""
+    """Space loky's garbage collections (:mod:`harness.launch.worker_gc`) and read Hydra's config
+    files and plugins once per process (:mod:`harness.launch.hydra_reuse`); both are no-ops after
+    the first job, and each checks first what it changes in its library (:mod:`harness.launch.guard`)."""
     from harness.launch.hydra_reuse import install
     from harness.launch.worker_gc import space_loky_collections
 

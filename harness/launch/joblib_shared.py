@@ -16,22 +16,51 @@ and keeps it for the following jobs of the same sweep (:func:`run_job_shared`). 
 gets its own config, composed in the worker as before. The singletons of a worker are shared by
 the jobs it runs one after another, as Hydra's basic launcher shares them between all jobs.
 :func:`install` (called by the harness's entry point) makes ``hydra/launcher=joblib`` use it.
+
+Checked against hydra-joblib-launcher 1.2.0, hydra-core 1.3.8, joblib 1.5.3 and 1.6.0, cloudpickle
+2.2.1 and 3.1.3. The state is pickled with the ``cloudpickle`` package (joblib >= 1.6 no longer
+ships its own copy as ``joblib.externals.cloudpickle``; that copy is used only where the package is
+not installed). When the launcher's module is imported, :func:`_patch` checks (:func:`_check`) that
+hydra-joblib-launcher is 1.2 and that what :func:`launch` replaces and calls is there as it was
+written for: ``_core.launch(launcher, job_overrides, initial_job_idx)``, called by name from
+``JoblibLauncher.launch``, ``_core.process_joblib_cfg(joblib_cfg)``, ``run_job`` with its directory
+keys, ``Singleton.set_state`` reading ``state["instances"]``, ``JobReturn.cfg``/``hydra_cfg`` and
+a cloudpickle. Otherwise, or when ``HARNESS_PLAIN_PATHS`` names ``joblib_shared``, Hydra's joblib
+launcher runs as it is (its log line then has no "shared state").
 """
 from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import inspect
 import logging
 import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Tuple
+from types import ModuleType
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from harness.launch import guard
 
 log = logging.getLogger(__name__)
 
+GUARD = "joblib_shared"
+
 _UNPACKED: Dict[str, Tuple[Any, ...]] = {}  # this worker's state of the current sweep, by key
+
+
+def _cloudpickle() -> Optional[ModuleType]:
+    """The ``cloudpickle`` package, else the copy older joblib ships (< 1.6), else None."""
+    try:
+        import cloudpickle
+    except ImportError:
+        try:
+            from joblib.externals import cloudpickle
+        except ImportError:
+            return None
+    return cloudpickle
 
 
 @dataclass(frozen=True)
@@ -43,8 +72,9 @@ class SharedState:
 
     @classmethod
     def pack(cls, hydra_context, config, task_function, singleton_state) -> "SharedState":
-        from joblib.externals import cloudpickle
-
+        cloudpickle = _cloudpickle()
+        if cloudpickle is None:
+            raise RuntimeError("neither the cloudpickle package nor joblib.externals.cloudpickle is installed")
         data = cloudpickle.dumps((hydra_context, config, task_function, singleton_state))
         return cls(key=uuid.uuid4().hex, data=data)
 
@@ -122,13 +152,52 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
 CORE = "hydra_plugins.hydra_joblib_launcher._core"  # Hydra's joblib launcher calls CORE.launch
 
 
-def _patch(core) -> None:
-    if not getattr(core.launch, "harness_shared", False):
-        def shared_launch(launcher, job_overrides, initial_job_idx):
-            return launch(launcher, job_overrides, initial_job_idx)
+def _params(fn) -> list:
+    return list(inspect.signature(fn).parameters)
 
-        shared_launch.harness_shared = True
-        core.launch = shared_launch
+
+def _check(core: ModuleType) -> Optional[str]:
+    """None when the joblib launcher's module ``core`` and Hydra are as :func:`launch` was written for."""
+    from hydra.core.singleton import Singleton
+    from hydra.core.utils import JobReturn, run_job
+    from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
+
+    plugin = guard.version("hydra-joblib-launcher")
+    if plugin[:2] != (1, 2):
+        return f"hydra-joblib-launcher {plugin} is not 1.2"
+    if _params(core.launch) != ["launcher", "job_overrides", "initial_job_idx"]:
+        return f"{CORE}.launch{inspect.signature(core.launch)} is not (launcher, job_overrides, initial_job_idx)"
+    if _params(core.process_joblib_cfg) != ["joblib_cfg"]:
+        return f"{CORE}.process_joblib_cfg{inspect.signature(core.process_joblib_cfg)} is not (joblib_cfg)"
+    if not {"_core", "launch"} <= set(JoblibLauncher.launch.__code__.co_names):
+        return "JoblibLauncher.launch does not call _core.launch"
+    if not {"config", "task_function", "hydra_context"} <= set(JoblibLauncher.setup.__code__.co_names) \
+            or "joblib" not in JoblibLauncher.__init__.__code__.co_names:
+        return "JoblibLauncher keeps its config, task, context or joblib settings elsewhere"
+    if not {"hydra_context", "config", "task_function", "job_dir_key", "job_subdir_key"} <= set(_params(run_job)):
+        return f"hydra.core.utils.run_job{inspect.signature(run_job)} lacks the arguments the launcher passes"
+    if "instances" not in Singleton.set_state.__code__.co_consts or not hasattr(Singleton, "get_state"):
+        return "Singleton.get_state/set_state keep the state otherwise"
+    if not {"cfg", "hydra_cfg"} <= set(getattr(JobReturn, "__dataclass_fields__", {})):
+        return "JobReturn has no cfg and hydra_cfg fields"
+    if _cloudpickle() is None:
+        return "neither the cloudpickle package nor joblib.externals.cloudpickle is installed"
+    return None
+
+
+def _patch(core: ModuleType) -> bool:
+    """Point ``core.launch`` to :func:`launch` if the check passes; True when it does."""
+    if getattr(core.launch, "harness_shared", False):
+        return True
+    if not guard.allowed(GUARD, lambda: _check(core)):
+        return False
+
+    def shared_launch(launcher, job_overrides, initial_job_idx):
+        return launch(launcher, job_overrides, initial_job_idx)
+
+    shared_launch.harness_shared = True
+    core.launch = shared_launch
+    return True
 
 
 class _PatchingLoader(importlib.abc.Loader):
@@ -161,11 +230,11 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 def install() -> bool:
     """Make Hydra's joblib launcher (``hydra/launcher=joblib``) use :func:`launch`, now or when it is
     first imported (Hydra's plugin scan re-executes the launcher's class module, so the module
-    function ``launch`` that the class calls is what is replaced); False when it is not installed."""
+    function ``launch`` that the class calls is what is replaced); the check runs then. False when
+    the launcher is not installed, or its module is imported already and the check refuses it."""
     core = sys.modules.get(CORE)
     if core is not None:
-        _patch(core)
-        return True
+        return _patch(core)
     try:
         if importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None:
             return False

@@ -58,14 +58,12 @@ def _quote(value: str) -> str:
 
 def count_jobs(config: DictConfig) -> Optional[int]:
     """Number of jobs the basic sweeper will launch (None when it cannot be told)."""
-    try:
-        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-        from hydra.core.override_parser.overrides_parser import OverridesParser
+    from harness.launch.hydra_sweeps import count_jobs as count_basic_sweep
 
+    try:
         args = [f"{k}={v}" for k, v in (OmegaConf.select(config, "hydra.sweeper.params") or {}).items()]
         args += list(config.hydra.overrides.task)
-        parsed = OverridesParser.create().parse_overrides(args)
-        return sum(len(batch) for batch in BasicSweeper.split_arguments(parsed, None))
+        return count_basic_sweep(args)
     except Exception:  # another sweeper, or a syntax only it knows
         return None
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -68,12 +67,9 @@ def drop_earlier_records(uri: str, parent: str, job_dir: Path) -> List[str]:
 
 
 def _in_ray_worker() -> bool:
-    ray = sys.modules.get("ray")
-    if ray is None or not ray.is_initialized():
-        return False
-    from ray._private import worker
+    from harness.launch.ray_worker import in_ray_worker
 
-    return worker.global_worker.mode == worker.WORKER_MODE
+    return in_ray_worker()
 
 
 class RayAttempts(Callback):
