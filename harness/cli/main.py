@@ -24,6 +24,7 @@ from harness.core.compose import (
 )
 from harness.core.context import HarnessInputError
 from harness.metrics.gates import EXIT_INPUT
+from harness.tracking import records
 
 log = logging.getLogger("harness")
 
@@ -34,6 +35,12 @@ class _State:
 
 def _say(line: str) -> None:
     print(line, flush=True)
+
+
+def _say_stores_too_new() -> None:
+    """The one line of each store found written by a newer MLflow, on stderr, once per process."""
+    for line in records.unsaid_too_new():
+        print(line, file=sys.stderr, flush=True)
 
 
 def _task(cfg) -> dict:
@@ -67,6 +74,7 @@ def _task(cfg) -> dict:
         outcome = run_case_config(cfg, run_dir, command=[sys.argv[0], *sys.argv[1:]],
                                   overrides=list(hc.overrides.task), parent_run_id=parent)
         _say(outcome.line())
+        _say_stores_too_new()
         if multirun:
             progress.job_done(Path(hc.sweep.dir))
     except Exception as exc:  # noqa: BLE001 - reported as a crashed job, never raised
@@ -114,13 +122,45 @@ def _suite_choice(args: Sequence[str]):
     return choice, rest
 
 
-def _suite_selection(choice: str, rest: Sequence[str]):
+_STORE_KEYS = ("tracking=", "tracking.", "paths.")  # the overrides that say which store a run writes
+
+
+def _suite_selection(choice: str, rest: Sequence[str], check_store: bool = False):
+    """(suite config, selected cases); with ``check_store`` the suite's store is checked too."""
     from harness.core.compose import compose
     from harness.suites.suite import select
 
     # only the suite's own overrides: the others (case.*, source.*) need a case to compose
-    cfg = compose([f"suite={choice}", *(a for a in rest if a.lstrip("+~").startswith("suite."))])
-    return cfg.suite, select(cfg.suite)
+    keys = ("suite.", *_STORE_KEYS) if check_store else ("suite.",)
+    cfg = compose([f"suite={choice}", *(a for a in rest if a.lstrip("+~").startswith(keys))])
+    cases = select(cfg.suite)
+    if check_store:
+        _check_store(cfg)
+    return cfg.suite, cases
+
+
+def _check_store(cfg) -> None:
+    """Raise StoreTooNew when the store ``cfg`` tracks to was written by a newer MLflow.
+
+    A sweep or suite is checked before any job runs (its jobs could record nothing there); a
+    single case checks when it records, keeping its run directory for ``python -m harness.sync``.
+    """
+    from omegaconf import OmegaConf
+
+    t = OmegaConf.select(cfg, "tracking")
+    if t is not None and t.enabled:
+        records.check_store(str(t.uri))
+
+
+def _check_sweep_store(args: Sequence[str]) -> None:
+    """:func:`_check_store` for a sweep, its store composed from the tracking and paths overrides."""
+    from harness.core.compose import compose
+
+    try:
+        cfg = compose([a for a in args if a.lstrip("+~").startswith(_STORE_KEYS)])
+    except Exception:  # noqa: BLE001 - Hydra reports a bad override itself, with the whole command line
+        return
+    _check_store(cfg)
 
 
 def list_suite(args: Sequence[str]) -> int:
@@ -138,7 +178,8 @@ def run_suite(args: Sequence[str]) -> int:
     from harness.suites import suite as suites
 
     choice, rest = _suite_choice(args)
-    _, cases = _suite_selection(choice, rest)  # a bad suite is one line and exit 2 before anything runs
+    # a bad suite or a store written by a newer MLflow is one line and exit 2 before anything runs
+    _, cases = _suite_selection(choice, rest, check_store=True)
     sys.argv = [sys.argv[0], *suites.hydra_args(choice, cases, rest)]
     _hydra_main(suites.suite_task)
     if suites.last_summary() is None:
@@ -160,6 +201,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     logging.getLogger("alembic").setLevel(logging.WARNING)
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let composition errors reach us, to exit 2
     previous_handlers = interrupt.install()
+    runs_cases = not (args and args[0] in ("baseline", "compare")) and "--list" not in args
+    records.forget_too_new()  # a new command (tests call main() more than once per process)
     try:
         if args and args[0] in ("baseline", "compare"):
             if args[0] == "baseline":
@@ -172,6 +215,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         elif any(a.startswith("suite=") for a in args) or (not _selects_case(args) and not _hydra_flag(args)):
             code = run_suite(args)
         else:
+            if any(a in ("-m", "--multirun") for a in args):
+                _check_sweep_store(args)
             sys.argv = [sys.argv[0], *args]
             _hydra_main()
             from harness.studies.aggregate import last_exit_code
@@ -185,6 +230,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         _close_parents(interrupt.describe(exc), "KILLED")
         print(f"harness: {interrupt.describe(exc)}", file=sys.stderr, flush=True)
         code = interrupt.EXIT_INTERRUPTED
+    except records.StoreTooNew as exc:  # its one line, as it is
+        _close_parents(str(exc))
+        records.unsaid_too_new()
+        print(str(exc), file=sys.stderr, flush=True)
+        code = EXIT_INPUT
     except HarnessInputError as exc:
         _close_parents(str(exc))
         print(f"harness: error: {exc}", file=sys.stderr)
@@ -195,6 +245,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise
         print(f"harness: error: {describe_config_error(exc, args)}", file=sys.stderr)
         code = EXIT_INPUT
+    if runs_cases and records.found_too_new():  # found by a job of this process: its runs are kept, unsent
+        _say_stores_too_new()
+        code = max(code, EXIT_INPUT)
     if argv is None:
         sys.exit(code)
     interrupt.restore(previous_handlers)

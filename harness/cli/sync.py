@@ -178,7 +178,8 @@ def sync(paths: Sequence[Path], uri: Optional[str] = None, recheck: bool = False
     for run_dir in runs:
         try:
             record = _read(run_dir / TRACKING_FILE)
-            tracking.probe(uri or record["uri"])
+            if record.get("state") != "sent" or recheck:  # a sent run is not "not sent" while its store is down
+                tracking.probe(uri or record["uri"])
             sync_run(run_dir, uri, report, parent=parents.get(run_dir.parent), recheck=recheck)
         except Exception as exc:  # noqa: BLE001
             report.failed[run_dir] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -305,9 +305,14 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
         record["error"] = str(exc)
         if outcome.status == STATUS_OK:  # an invalid or crashed run keeps its own status
             outcome.status = STATUS_TRACKING
-        note = f"{exc}; run directory complete at {outcome.run_dir} (upload later: python -m harness.sync)"
+        if isinstance(exc, tracking.StoreTooNew):  # its one line: the CLI says it once per process
+            note = str(exc)
+            log.info("%s; run directory complete at %s (upload later: python -m harness.sync)", note,
+                     outcome.run_dir)
+        else:
+            note = f"{exc}; run directory complete at {outcome.run_dir} (upload later: python -m harness.sync)"
+            log.error("%s", note)
         outcome.message = f"{outcome.message}; {note}" if outcome.message else note
-        log.error("%s", note)
     atomic_write_text(outcome.run_dir / TRACKING_FILE, json.dumps(record, indent=2))
 
 

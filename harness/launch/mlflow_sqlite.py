@@ -5,14 +5,20 @@ small case takes. For the embedded store (``tracking=local``) this module writes
 case run straight into the store's tables with :mod:`sqlite3`, in one transaction, with the
 rows MLflow's own client writes for the same calls (``MlflowClient.create_run``,
 ``log_batch``, ``log_artifacts``, ``set_terminated``; see tests/core/test_core_fast_store.py,
-which records one run both ways and compares every row). It is used only when
+which records one run both ways and compares every row). Checked against MLflow 3.17 (schema
+``dc11669786a5``, :data:`SCHEMA_REVISIONS`). It is used only when
 
 * the URI is ``sqlite:///<absolute path>`` and the database exists,
-* its schema revision is :data:`SCHEMA_REVISION`, the one this writer was checked against
-  (another MLflow version: MLflow's client is used, as before), and
+* its schema revision is one of :data:`SCHEMA_REVISIONS` and the installed MLflow's head (the
+  store MLflow's own client would open as it is; :func:`installed_revisions`), and
 * the experiment exists and keeps its artifacts on the local file system.
 
-Anything else (the first run of a new store or family, a server) goes through MLflow.
+Anything else (the first run of a new store or family, a server, another schema, or
+``HARNESS_PLAIN_PATHS`` naming ``mlflow_sqlite``) goes through MLflow's client, as before; the
+schema check passes through :func:`harness.launch.guard.allowed` (one DEBUG line when refused).
+
+:func:`unknown_revision` tells, also without importing MLflow, a store written by a newer MLflow
+than the installed one: its revision is none of the installed MLflow's migrations.
 
 :func:`create_store` creates a new store so that MLflow's ``Default`` experiment keeps its
 artifacts in the store's artifact root (inside ``paths.outputs``), not in ``./mlruns`` of
@@ -20,20 +26,29 @@ whatever directory the store happened to be created from.
 """
 from __future__ import annotations
 
+import importlib.util
 import logging
 import math
 import os
+import re
 import shutil
 import sqlite3
 import time
 import uuid
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import unquote, urlparse
+
+from harness.launch import guard
 
 log = logging.getLogger(__name__)
 
-SCHEMA_REVISION = "dc11669786a5"  # alembic head of MLflow 3.17's tracking schema
+GUARD = "mlflow_sqlite"
+# the schema record_run's INSERT statements are written for: the alembic head of MLflow 3.17
+SCHEMA_REVISION = "dc11669786a5"
+# every schema revision the writer was checked against (its rows compared with MLflow's own,
+# tests/core/test_core_fast_store.py), with the MLflow release whose head it is; SCHEMA_REVISION is one
+SCHEMA_REVISIONS: Dict[str, str] = {"dc11669786a5": "MLflow 3.17"}
 WORKSPACE = "default"
 _MAX_FLOAT = 1.7976931348623157e308
 
@@ -71,20 +86,111 @@ def _connect(db: Path) -> sqlite3.Connection:
     return con
 
 
-def usable(uri: str) -> Optional[Path]:
-    """The database path when the fast writer may be used for ``uri`` (see module docstring)."""
-    p = db_path(uri)
-    if p is None or not p.is_file():
-        return None
+def store_revision(db: Path) -> Optional[str]:
+    """The alembic schema revision of the sqlite store ``db`` (None when it cannot be read)."""
     try:
-        con = _connect(p)
+        con = _connect(db)
         try:
             row = con.execute("SELECT version_num FROM alembic_version").fetchone()
         finally:
             con.close()
     except sqlite3.Error:
         return None
-    return p if row and row[0] == SCHEMA_REVISION else None
+    return str(row[0]) if row and row[0] else None
+
+
+_REVISION_LINE = re.compile(r"""^revision\s*(?::[^=]*)?=\s*['"]([^'"]+)['"]""", re.M)
+_DOWN_LINE = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(.*)$", re.M)
+_INSTALLED: Dict[str, Tuple[FrozenSet[str], Optional[str]]] = {}  # versions directory -> (revisions, head)
+
+
+def _migrations_dir() -> Optional[Path]:
+    """``mlflow/store/db_migrations/versions`` of the installed MLflow, found without importing it."""
+    spec = importlib.util.find_spec("mlflow")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for loc in locations:
+        d = Path(loc, "store", "db_migrations", "versions")
+        if d.is_dir():
+            return d
+    return None
+
+
+def installed_revisions() -> Optional[Tuple[FrozenSet[str], Optional[str]]]:
+    """(every tracking-schema revision the installed MLflow ships, its head), read once per process
+    from the ``revision =`` and ``down_revision =`` lines of its migration files, without importing
+    MLflow; None when MLflow or its migrations are not where MLflow 3 keeps them."""
+    d = _migrations_dir()
+    if d is None:
+        return None
+    hit = _INSTALLED.get(str(d))
+    if hit is None:
+        revisions, parents = set(), set()
+        for f in d.glob("*.py"):
+            text = f.read_text(encoding="utf-8", errors="replace")
+            m = _REVISION_LINE.search(text)
+            if m is None:
+                continue
+            revisions.add(m.group(1))
+            down = _DOWN_LINE.search(text)
+            if down is not None:
+                parents.update(re.findall(r"""['"]([^'"]+)['"]""", down.group(1)))
+        if not revisions:
+            return None
+        heads = revisions - parents
+        hit = _INSTALLED[str(d)] = (frozenset(revisions), next(iter(heads)) if len(heads) == 1 else None)
+    return hit
+
+
+def installed_release() -> str:
+    """The installed MLflow's version, read from its package metadata (MLflow is not imported)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("mlflow", "mlflow-skinny"):
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            continue
+    return "unknown"
+
+
+def unknown_revision(uri: str) -> Optional[str]:
+    """The schema revision of the sqlite store at ``uri`` when the installed MLflow does not know
+    it (a store written, or upgraded, by a newer MLflow); None otherwise or when it cannot be told."""
+    p = db_path(uri)
+    if p is None or not p.is_file():
+        return None
+    rev = store_revision(p)
+    known = installed_revisions() if rev is not None else None
+    if known is None or rev in known[0]:
+        return None
+    return rev
+
+
+def _check(rev: str) -> Optional[str]:
+    """None when the fast writer may write a store at schema ``rev`` (module docstring), else why not."""
+    checked = ", ".join(f"{r} ({release})" for r, release in SCHEMA_REVISIONS.items()) or "none"
+    if rev not in SCHEMA_REVISIONS:
+        return f"the store's schema {rev} is not one it was checked against: {checked}"
+    if SCHEMA_REVISION not in SCHEMA_REVISIONS:
+        return f"the schema its rows are written for ({SCHEMA_REVISION}) is not among those checked: {checked}"
+    installed = installed_revisions()
+    if installed is None:
+        return "the installed MLflow's schema revisions cannot be read"
+    if rev != installed[1]:
+        return (f"the store's schema {rev} is not the installed MLflow's head ({installed[1]}): "
+                "MLflow's client opens or refuses it")
+    return None
+
+
+def usable(uri: str) -> Optional[Path]:
+    """The database path when the fast writer may be used for ``uri`` (see module docstring)."""
+    p = db_path(uri)
+    if p is None or not p.is_file():
+        return None
+    rev = store_revision(p)
+    if rev is None:
+        return None
+    return p if guard.allowed(GUARD, lambda: _check(rev)) else None
 
 
 def has_run_tagged(db: Path, tags: Mapping[str, str]) -> bool:

@@ -430,7 +430,9 @@ def table(rows: Sequence[Dict[str, Any]]) -> str:
         wall = "-" if r["wall_s"] is None else f"{r['wall_s']:.2f}"
         tail = key_metric_text(r)
         if r["status"] not in ("ok",) and r.get("message"):
-            tail = (tail + "  " if tail else "") + f"({str(r['message'])[:120]})"
+            # an unsent run's message says what to do about the store: never cut
+            message = str(r["message"]) if r["status"] == "tracking_error" else str(r["message"])[:120]
+            tail = (tail + "  " if tail else "") + f"({message})"
         body.append((r["case"], row_verdict(r), reg, wall, tail))
     widths = [max(len(head[i]), *(len(b[i]) for b in body)) for i in range(4)]
     fmt = lambda t: f"{t[0]:<{widths[0]}}  {t[1]:<{widths[1]}}  {t[2]:<{widths[2]}}  {t[3]:>{widths[3]}}  {t[4]}"

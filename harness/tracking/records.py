@@ -47,6 +47,57 @@ class TrackingError(RuntimeError):
     """The MLflow store cannot be reached or written."""
 
 
+class StoreTooNew(TrackingError):
+    """The store was written by a newer MLflow than the installed one: invalid input (exit 2).
+
+    Its message is the one line the CLI prints (:func:`too_new_line`)."""
+
+
+_TOO_NEW: Dict[str, bool] = {}  # line -> said already, of the stores found too new in this process
+
+
+def too_new_line(db: Path, revision: str) -> str:
+    """The one line naming a store written by a newer MLflow (the path relative to the working
+    directory when it is inside it)."""
+    from harness.launch import mlflow_sqlite
+
+    try:
+        shown = db.relative_to(Path.cwd())
+    except ValueError:
+        shown = db
+    return (f"{shown} was written by a newer MLflow (schema {revision}); this environment has MLflow "
+            f"{mlflow_sqlite.installed_release()}: upgrade MLflow here or use another store")
+
+
+def check_store(uri: str) -> None:
+    """Raise :class:`StoreTooNew` when the sqlite store at ``uri`` has a schema revision the installed
+    MLflow does not know (read without importing MLflow); stores it cannot tell about pass."""
+    from harness.launch import mlflow_sqlite
+
+    revision = mlflow_sqlite.unknown_revision(uri)
+    if revision is None:
+        return
+    line = too_new_line(mlflow_sqlite.db_path(uri), revision)
+    _TOO_NEW.setdefault(line, False)
+    raise StoreTooNew(line)
+
+
+def unsaid_too_new() -> List[str]:
+    """The lines of stores found too new in this process not yet asked for (each is returned once)."""
+    lines = [line for line, said in _TOO_NEW.items() if not said]
+    _TOO_NEW.update(dict.fromkeys(lines, True))
+    return lines
+
+
+def found_too_new() -> bool:
+    """Whether this process found a store written by a newer MLflow (since :func:`forget_too_new`)."""
+    return bool(_TOO_NEW)
+
+
+def forget_too_new() -> None:
+    _TOO_NEW.clear()
+
+
 def flatten(d: Any, prefix: str = "") -> Dict[str, str]:
     """Flatten a nested mapping/list into ``a.b.0.c -> str(value)`` pairs."""
     out: Dict[str, str] = {}
@@ -71,8 +122,9 @@ def experiment_name(prefix: str, family: str) -> str:
 def probe(uri: str, timeout_s: float = 5.0) -> None:
     """Raise TrackingError if the store at ``uri`` is clearly unusable.
 
-    sqlite: the database directory must exist or be creatable. http(s): a TCP connection
-    to the host must open within ``timeout_s``.
+    sqlite: the database directory must exist or be creatable, and an existing database must not
+    have been written by a newer MLflow (:class:`StoreTooNew`). http(s): a TCP connection to the
+    host must open within ``timeout_s``.
     """
     parsed = urlparse(uri)
     if parsed.scheme == "sqlite":
@@ -85,6 +137,7 @@ def probe(uri: str, timeout_s: float = 5.0) -> None:
             raise TrackingError(f"tracking.uri: cannot create {path.parent}: {exc}") from exc
         if not os.access(path.parent, os.W_OK):
             raise TrackingError(f"tracking.uri: directory {path.parent} is not writable")
+        check_store(uri)
     elif parsed.scheme in ("http", "https"):
         host = parsed.hostname or "127.0.0.1"
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
@@ -109,33 +162,10 @@ def client(uri: str):
 
         c = _CLIENTS[key] = MlflowClient(tracking_uri=uri)
         if uri.startswith(("http://", "https://")):
-            _ask_databricks_once()
+            from harness.launch.mlflow_headers import ask_databricks_once
+
+            ask_databricks_once()  # once per process, not on every request
     return c
-
-
-def _ask_databricks_once() -> None:
-    """Ask once per process, not on every request, whether MLflow runs on Databricks.
-
-    MLflow's Databricks request-header provider answers that question on each REST request by
-    trying to import IPython, pyspark and Databricks' runtime modules; outside Databricks each
-    attempt searches ``sys.path`` and fails (0.4 ms of CPU per request measured here, a sixth
-    of a writer's CPU per recorded run). Off Databricks (no ``DATABRICKS_RUNTIME_VERSION``) and
-    answered "no" once, the provider adds no headers, as before, without asking again.
-    """
-    if os.environ.get("DATABRICKS_RUNTIME_VERSION"):
-        return
-    try:
-        from mlflow.tracking.request_header.databricks_request_header_provider import (
-            DatabricksRequestHeaderProvider,
-        )
-        from mlflow.tracking.request_header.registry import (
-            _request_header_provider_registry as registry,
-        )
-    except ImportError:  # another MLflow layout: it keeps asking
-        return
-    for provider in registry:
-        if isinstance(provider, DatabricksRequestHeaderProvider) and not provider.in_context():
-            provider.in_context = lambda: False
 
 
 def ensure_experiment(uri: str, name: str, artifact_root: Optional[str]) -> str:
@@ -312,7 +342,8 @@ def record_run(*, uri: str, artifact_root: Optional[str], experiment: str, run_n
 
     start_ms / end_ms (epoch ms): the case's real start and end (the run is created after it ran).
 
-    Raises TrackingError with a one-line reason when the store is unreachable.
+    Raises TrackingError with a one-line reason when the store is unreachable, StoreTooNew
+    when it was written by a newer MLflow (nothing is written to it).
     """
     probe(uri, timeout_s)
     fast = _record_fast(uri=uri, experiment=experiment, run_name=run_name, params=params, metrics=metrics,
@@ -352,7 +383,7 @@ def _record_fast(*, uri: str, experiment: str, run_name: str, params: Mapping[st
                  run_uid: Optional[str], start_ms: Optional[int] = None,
                  end_ms: Optional[int] = None) -> Optional[str]:
     """:func:`record_run` for an existing local sqlite store without importing MLflow
-    (:mod:`harness.mlflow_sqlite`): the same rows as the client calls below; None when it
+    (:mod:`harness.launch.mlflow_sqlite`): the same rows as the client calls below; None when it
     does not apply (no store yet, new experiment, another schema) and MLflow must do it."""
     import sqlite3
 

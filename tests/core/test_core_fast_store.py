@@ -121,3 +121,47 @@ def test_new_store_keeps_every_experiment_inside_the_outputs(store, harness_env)
         for name, loc in locations.items():
             assert loc.startswith((root.as_uri() + "/", str(root) + "/")), (name, loc)
     assert not (elsewhere / "mlruns").exists()
+
+
+def test_a_revision_not_among_the_checked_ones_is_recorded_by_mlflows_client(store, tmp_path, monkeypatch):
+    """The store's revision is the installed MLflow's own but not in SCHEMA_REVISIONS: MLflow writes the run."""
+    from mlflow.tracking import MlflowClient
+
+    from harness.launch import guard
+
+    out, uri, _ = store
+    art = tmp_path / "run"
+    art.mkdir()
+    (art / "metrics.json").write_text('{"a": 1}')
+    assert mlflow_sqlite.usable(uri) == out / "mlflow.db"  # checked: the fast writer would be used
+    monkeypatch.setattr(mlflow_sqlite, "SCHEMA_REVISIONS", {})
+    monkeypatch.setattr(guard, "_REFUSED", {})
+    used = []
+    monkeypatch.setattr(mlflow_sqlite, "record_run", lambda *a, **k: used.append(a) or "fast-run")
+    assert mlflow_sqlite.usable(uri) is None
+    run_id = _record(uri, art, fast=True, monkeypatch=monkeypatch)
+    assert used == [] and run_id != "fast-run"
+    run = MlflowClient(uri).get_run(run_id)
+    assert run.info.status == "FINISHED" and run.data.params["source.n_rings"] == "16"
+    assert run.data.tags[tracking.RUN_UID_TAG] == "uid-fast"
+    assert "is not one it was checked against" in guard.refused()["mlflow_sqlite"]
+
+
+def test_a_checked_revision_that_is_not_the_installed_head_goes_through_mlflow(store, monkeypatch):
+    """MLflow's own client upgrades or refuses a store at another revision: the fast writer steps aside."""
+    out, uri, _ = store
+    installed = mlflow_sqlite.installed_revisions()
+    monkeypatch.setattr(mlflow_sqlite, "installed_revisions", lambda: (installed[0] | {"later"}, "later"))
+    assert mlflow_sqlite.usable(uri) is None
+    assert "not the installed MLflow's head (later)" in mlflow_sqlite._check(mlflow_sqlite.SCHEMA_REVISION)
+
+
+def test_installed_revisions_are_those_alembic_finds(tmp_path):
+    """The migration files read as text (no MLflow import) give the revisions and the head alembic finds."""
+    from alembic.script import ScriptDirectory
+    from mlflow.store.db.utils import _get_alembic_config
+
+    script = ScriptDirectory.from_config(_get_alembic_config(f"sqlite:///{tmp_path / 'x.db'}"))
+    revisions, head = mlflow_sqlite.installed_revisions()
+    assert revisions == {s.revision for s in script.walk_revisions()}
+    assert head == script.get_current_head() and head in mlflow_sqlite.SCHEMA_REVISIONS
