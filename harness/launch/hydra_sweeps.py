@@ -13,7 +13,7 @@ unknown; the sweep itself is Hydra's and runs the same).
 from __future__ import annotations
 
 import inspect
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from harness.launch import guard
 
@@ -82,3 +82,22 @@ def count_jobs(overrides: Sequence[str]) -> Optional[int]:
 
     parsed = OverridesParser.create().parse_overrides(list(overrides))
     return sum(len(batch) for batch in basic_sweeper().split_arguments(parsed, None))
+
+
+
+def named(cls: type, module: str) -> type:
+    """``cls``, a class made inside a function, named as if defined at the top of ``module``."""
+    cls.__module__, cls.__qualname__ = module, cls.__name__
+    return cls
+
+
+def made_on_first_use(module: str, name: str, make: Callable[[], type]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` giving the class ``module.name`` as ``make()`` makes it, when it is first
+    asked for (Hydra's private base class is imported then)."""
+
+    def __getattr__(attr: str) -> Any:
+        if attr != name:
+            raise AttributeError(f"module {module!r} has no attribute {attr!r}")
+        return make()
+
+    return __getattr__

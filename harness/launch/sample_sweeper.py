@@ -62,14 +62,10 @@ def sweeper_class() -> type:
                 return [jobs]
             return [list(c) for c in basic.split_overrides_to_chunks(jobs, max_batch_size)]
 
-    SampleSweeper.__module__, SampleSweeper.__qualname__ = __name__, "SampleSweeper"
-    return SampleSweeper
+    return hydra_sweeps.named(SampleSweeper, __name__)
 
 
-def __getattr__(name: str) -> Any:  # ``harness.launch.sample_sweeper.SampleSweeper``, made on first use
-    if name == "SampleSweeper":
-        return sweeper_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = hydra_sweeps.made_on_first_use(__name__, "SampleSweeper", sweeper_class)  # ``harness.launch.sample_sweeper.SampleSweeper``
 
 
 def register() -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from harness.launch import guard, hydra_sweeps
 
@@ -64,14 +64,10 @@ def sweeper_class() -> type:
             log.debug("suite sweeper: composing %d of %d jobs to validate the batch", len(reps), len(batch))
             super().validate_batch_is_legal(reps)
 
-    SuiteSweeper.__module__, SuiteSweeper.__qualname__ = __name__, "SuiteSweeper"
-    return SuiteSweeper
+    return hydra_sweeps.named(SuiteSweeper, __name__)
 
 
-def __getattr__(name: str) -> Any:  # ``harness.launch.suite_sweeper.SuiteSweeper``, made on first use
-    if name == "SuiteSweeper":
-        return sweeper_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = hydra_sweeps.made_on_first_use(__name__, "SuiteSweeper", sweeper_class)  # ``harness.launch.suite_sweeper.SuiteSweeper``
 
 
 def register() -> str:
