@@ -7,8 +7,8 @@ generates into the run directory (``mms.py``: functions ``f`` / ``f_0, f_1`` and
 ``u_exact_0, u_exact_1`` of (x, y)), solve with P1 or P2 triangles on an n x n mesh and write
 the nodal solution as VTU (``solution.vtu``, point data ``u``; P2 as 6-node triangles).
 
-``bug="boundary"`` plants a first-order boundary treatment: the boundary values are taken one
-half cell off the boundary point. The solution still looks right; its order does not.
+``bug="boundary"`` plants a first-order boundary treatment: the boundary values are taken a
+tenth of a cell off the boundary point. The solution still looks right; its order does not.
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def _write(path: Path, basis, values) -> None:
 def _boundary_points(basis, dofs, h: float, bug: str | None):
     xy = basis.doflocs[:, dofs]
     if bug == "boundary":
-        xy = xy + 0.5 * h * np.sign(0.5 - xy)  # half a cell inwards: a first-order boundary error
+        xy = xy + 0.1 * h * np.sign(0.5 - xy)  # a tenth of a cell inwards: a first-order boundary error
     elif bug is not None:
         raise ValueError(f"bug: unknown planted bug {bug!r} (known: boundary)")
     return xy
