@@ -83,6 +83,7 @@ class Manufactured:
                 names[pname] = sym
             else:  # an expression of the coordinates and earlier parameters (e.g. a variable conductivity)
                 names[pname] = m._parse(f"parameters.{pname}", value, names)
+                m.expressions[pname] = names[pname]  # for code and values (e.g. k(x) for the solver)
         fields_spec = spec.get("fields") or {}
         if not fields_spec:
             raise ManufacturedError("fields: declare at least one solution field, e.g. u: \"sin(pi*x)*sin(pi*y)\"")

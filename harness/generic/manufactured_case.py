@@ -191,6 +191,7 @@ def define(conf: DictConfig, ctx: RunContext, ns: Any, mms: Optional[Manufacture
             value = _norm(f"{WHERE}.norms.{name}", nspec, spec, mms, ctx, ns, record)
             ns.define(f"{WHERE}.norms.{name}", name, np.float64(value), None, "reference")
             record.setdefault("norms", {})[name] = value
+        record["timings"] = dict(mms.timings)  # derivation and lambdify (compile) times, s
 
 
 def _norm(where: str, nspec: DictConfig, spec: DictConfig, mms: Manufactured, ctx: RunContext, ns: Any,
