@@ -97,8 +97,10 @@ def read_mesh(where: str, path: Path, step: Optional[int] = None) -> MeshData:
     except ImportError as exc:  # Exodus without netCDF4
         raise HarnessInputError(f"{where}: {path}: needs an optional dependency ({exc}); "
                                 "pip install 'mechanics-harness[exodus]'") from None
-    except Exception as exc:  # noqa: BLE001 - meshio raises many kinds for a bad file
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - meshio raises many kinds (and exits 1) for a bad file
+        msg = str(exc).splitlines()[0] if str(exc) and not isinstance(exc, SystemExit) else type(exc).__name__
+        if isinstance(exc, SystemExit):
+            msg = f"meshio could not read it as {path.suffix.lstrip('.') or 'a known format'}"
         raise HarnessInputError(f"{where}: {path}: cannot be read as a mesh: {msg}") from None
 
 
