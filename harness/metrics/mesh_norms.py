@@ -175,23 +175,28 @@ def error_norms(points: np.ndarray, cells: Mapping[str, np.ndarray], values: np.
         degree = quadrature_degree if quadrature_degree is not None else 2 * element.degree + 3
         xi, w = quadrature(element, degree)
         n, dn = element.shape(xi)                        # (nq, nn), (nq, nn, d)
+        affine = element.simplex and element.degree == 1  # constant Jacobian per cell
         for start in range(0, len(conn), CHUNK):
             c = conn[start:start + CHUNK]
             X = xyz[c]                                   # (nc, nn, d)
-            jac = np.einsum("cad,qae->cqde", X, dn)      # dx_d / dxi_e
-            det = np.linalg.det(jac)
+            if affine:
+                jac = np.einsum("cad,ae->cde", X, dn[0])[:, None]   # (nc, 1, d, d)
+            else:
+                jac = np.einsum("cad,qae->cqde", X, dn)  # dx_d / dxi_e at every point
+            det = _det(jac)
             wdet = np.abs(det) * w[None, :]              # (nc, nq)
             sums["measure"] += float(wdet.sum())
-            xq = np.einsum("qa,cad->cqd", n, X).reshape(-1, element.dim)
+            xq = np.stack([X[:, :, d] @ n.T for d in range(element.dim)], axis=-1).reshape(-1, element.dim)
             U = vals[c]                                  # (nc, nn, k)
             if exact is not None:
-                uh = np.einsum("qa,cak->cqk", n, U)
+                uh = np.stack([U[:, :, k] @ n.T for k in range(U.shape[2])], axis=-1)   # (nc, nq, k)
                 ue = np.asarray(exact(xq), dtype=np.float64).reshape(uh.shape)
-                sums["L2"] += float(np.einsum("cq,cqk->", wdet, (uh - ue) ** 2))
-                sums["L2_exact"] += float(np.einsum("cq,cqk->", wdet, ue ** 2))
+                diff = uh - ue
+                sums["L2"] += float(np.einsum("cq,cqk,cqk->", wdet, diff, diff, optimize=True))
+                sums["L2_exact"] += float(np.einsum("cq,cqk,cqk->", wdet, ue, ue, optimize=True))
             if exact_grad is not None:
-                jinv = np.linalg.inv(jac)                # dxi_e / dx_d
-                dndx = np.einsum("qae,cqed->cqad", dn, jinv)
+                jinv = _inv(jac, det)                    # dxi_e / dx_d
+                dndx = np.einsum("qae,cqed->cqad", dn, np.broadcast_to(jinv, (len(c), len(w)) + jinv.shape[2:]))
                 gh = np.einsum("cqad,cak->cqkd", dndx, U)
                 ge = np.asarray(exact_grad(xq), dtype=np.float64).reshape(gh.shape)
                 sums["H1"] += float(np.einsum("cq,cqkd->", wdet, (gh - ge) ** 2))
@@ -205,6 +210,25 @@ def error_norms(points: np.ndarray, cells: Mapping[str, np.ndarray], values: np.
     if exact_grad is not None:
         out.update(H1=float(np.sqrt(sums["H1"])), H1_exact=float(np.sqrt(sums["H1_exact"])))
     return out
+
+
+def _det(j: np.ndarray) -> np.ndarray:
+    """Determinants of (..., d, d) matrices, d = 2 or 3, in closed form."""
+    if j.shape[-1] == 2:
+        return j[..., 0, 0] * j[..., 1, 1] - j[..., 0, 1] * j[..., 1, 0]
+    return (j[..., 0, 0] * (j[..., 1, 1] * j[..., 2, 2] - j[..., 1, 2] * j[..., 2, 1])
+            - j[..., 0, 1] * (j[..., 1, 0] * j[..., 2, 2] - j[..., 1, 2] * j[..., 2, 0])
+            + j[..., 0, 2] * (j[..., 1, 0] * j[..., 2, 1] - j[..., 1, 1] * j[..., 2, 0]))
+
+
+def _inv(j: np.ndarray, det: np.ndarray) -> np.ndarray:
+    """Inverses of (..., d, d) matrices with their determinants ``det``."""
+    if j.shape[-1] == 2:
+        out = np.empty_like(j)
+        out[..., 0, 0], out[..., 1, 1] = j[..., 1, 1], j[..., 0, 0]
+        out[..., 0, 1], out[..., 1, 0] = -j[..., 0, 1], -j[..., 1, 0]
+        return out / det[..., None, None]
+    return np.linalg.inv(j)
 
 
 def quadrature_points(points: np.ndarray, conn: np.ndarray, ctype: str,
