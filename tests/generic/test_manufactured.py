@@ -325,3 +325,40 @@ def test_mesh_reader_every_format_gives_the_same_norm(tmp_path, monkeypatch):
     (tmp_path / "bad.vtu").write_text("<VTKFile>not a mesh")
     with pytest.raises(HarnessInputError, match=r"^outputs\.bad: .*bad\.vtu: cannot be read as a mesh"):
         meshes.read_mesh("outputs.bad", tmp_path / "bad.vtu")
+
+
+def test_a_solution_the_space_holds_exactly_is_warned_about(harness_env):
+    import json
+
+    from harness import run_case
+
+    out = run_case("examples/mms/poisson", overrides=["tracking=none", "case.params.parameters.n=4",
+                                                      "case.params.manufactured.fields.u=1 + 2*x - 3*y"])
+    assert out.status == "ok", out.message
+    assert out.metrics["e_L2"] < 1e-13 and out.metrics["e_H1"] < 1e-12   # at round-off: no order to measure
+    info = json.loads((out.run_dir / "manifest.json").read_text())["info"]["manufactured"]
+    assert any("represents the manufactured solution exactly" in w and "polynomial of degree 1" in w
+               for w in info["warnings"]), info.get("warnings")
+    assert info["polynomial_degree"] == {"u": 1} and len(info["expressions_sha256"]) == 64
+    assert {"mms.py", "mms.h", "mms.f90"} <= {p.name for p in out.run_dir.iterdir()}
+
+
+@pytest.mark.slow
+def test_bench_case_logs_its_ratio_and_times(harness_env, tracking_uri):
+    import math
+    import os
+
+    from mlflow.tracking import MlflowClient
+
+    from harness import run_case
+
+    size = [] if os.environ.get("HARNESS_FULL") == "1" else ["case.params.parameters.n=150",
+                                                                "case.params.parameters.repeats=1"]
+    out = run_case("bench/manufactured_l2", overrides=size, tracking_uri=tracking_uri)
+    assert out.status == "ok", out.message
+    for name in ("time_ratio", "l2_time_s", "numpy_time_s", "warmup_l2_time_s", "derive_time_s", "lambdify_time_s"):
+        assert math.isfinite(out.metrics[name]) and out.metrics[name] > 0, name
+    assert out.metrics["l2_error_constant"] == pytest.approx(1.007, abs=0.01)  # C h^2: a real norm was timed
+    assert out.gates["l2_error_constant"] == "pass"
+    logged = MlflowClient(tracking_uri).get_run(out.mlflow_run_id).data.metrics
+    assert logged["time_ratio"] == pytest.approx(out.metrics["time_ratio"])
