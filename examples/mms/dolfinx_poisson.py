@@ -11,7 +11,6 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import numpy as np
 import ufl
 from dolfinx import fem, io, mesh
 from dolfinx.fem.petsc import LinearProblem

@@ -43,6 +43,9 @@ def derive(spec: DictConfig) -> Manufactured:
         return Manufactured.from_spec(plain)
     except ManufacturedError as exc:
         raise HarnessInputError(f"{WHERE}.{exc}") from None
+    except (TypeError, ValueError, ArithmeticError, RecursionError, AttributeError) as exc:  # sympy's own refusals
+        raise HarnessInputError(f"{WHERE}: sympy cannot derive the declaration: {type(exc).__name__}: "
+                                f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
 
 
 def derived_names(spec: DictConfig) -> List[str]:

@@ -156,7 +156,10 @@ def transpose(space: Space, value: Any) -> Any:
     return value.T
 
 
-def diff(space: Space, value: Any, var: Any, n: Any = sp.Integer(1)) -> Any:
+_ONE = sp.Integer(1)
+
+
+def diff(space: Space, value: Any, var: Any, n: Any = _ONE) -> Any:
     if not isinstance(var, sp.Symbol) or var not in space.coords + ((space.time,) if space.time is not None else ()):
         raise SymbolicError(f"diff(): the variable must be a coordinate or t, got {var}")
     if not (isinstance(n, sp.Integer) and 1 <= int(n) <= 8):

@@ -72,9 +72,9 @@ def _p2_tet(xi):
 def _quadratic(lam, dlam, edges, nq, dim):
     """P2 on a simplex from barycentric coordinates: vertices l(2l-1), edges 4 li lj."""
     ns, ds = [], []
-    for l, dl in zip(lam, dlam):
-        ns.append(l * (2 * l - 1))
-        ds.append((4 * l - 1)[:, None] * dl[None, :])
+    for li, dli in zip(lam, dlam):
+        ns.append(li * (2 * li - 1))
+        ds.append((4 * li - 1)[:, None] * dli[None, :])
     for i, j in edges:
         ns.append(4 * lam[i] * lam[j])
         ds.append(4 * (lam[j][:, None] * dlam[i][None, :] + lam[i][:, None] * dlam[j][None, :]))
