@@ -470,6 +470,11 @@ def convergence(df, study: DictConfig, out_dir: Path) -> Dict[str, Any]:
     sv = solution_verification(ok, study)
     out.update(sv["metrics"])
     _plot_convergence(h, e, eo, study, out_dir / "convergence.png")
+    for name, entry in extra_orders["orders"].items():  # one log-log figure per further gated error
+        if name in ok:
+            other = OmegaConf.merge(study, {"metric": name, "expected_order": entry["expected"]})
+            e_k = ok[name].to_numpy(float)[order]
+            _plot_convergence(h, e_k, V.error_order(h, e_k, 1.0, factor), other, out_dir / f"convergence_{name}.png")
     return {"metrics": out, "verdict": G.worst([verdict, sv["verdict"]]), "error_metric": error_metric,
             "verification": sv["verification"]}
 

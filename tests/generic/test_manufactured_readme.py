@@ -62,3 +62,5 @@ def test_manufactured_examples_run_as_written(tmp_path):
             assert order < 1.5, line
             levels = [ln for ln in res.stdout.splitlines() if ln.startswith("examples/mms/poisson ")]
             assert len(levels) == 3 and all("  PASS  " in ln for ln in levels), levels
+    figures = list((tmp_path / "outputs" / "sweeps").glob("examples/mms/*/*/study/convergence_e_H1.png"))
+    assert len(figures) == 6, figures  # every study with an H1 order: its own log-log figure
