@@ -21,6 +21,7 @@ EXPECTED = {
     "examples/mms/poisson_p2": (3.0, 2.0, 0),
     "examples/mms/poisson_dolfinx_p1": (2.0, 1.0, 0),
     "examples/mms/heat1d_space_time": (2.0, None, 0),
+    "examples/mms/heat1d_time": (1.0, None, 0),
     "examples/mms/poisson_planted_bug": (None, None, 1),
 }
 
