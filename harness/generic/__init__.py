@@ -5,7 +5,10 @@
 ``outputs`` what it produced: CSV columns, NPZ/NPY arrays, HDF5 datasets, JSON keys or the
             returned mapping, each with a unit and an optional slice;
 ``reference`` closed-form expressions (a safe evaluator over numpy), files, callables;
-``metrics`` named metrics of the library in :mod:`harness.metrics.library`.
+``metrics`` named metrics of the library in :mod:`harness.metrics.library`;
+``manufactured`` a manufactured solution: sympy derives sources, gradients and fluxes
+            (:mod:`.symbolic`, :mod:`.manufactured`), hands them to the solver as names, code
+            or values (:mod:`.manufactured_case`); meshes are read by :mod:`.mesh` (meshio).
 Importing this package registers the schema (``schema_generic``, ``generic_case``) and the
 ``${run_dir:}`` / ``${project_dir:}`` resolvers.
 

@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from harness.core.atomic import atomic_write_bytes
 from harness.core.context import CaseResult, HarnessInputError, RunContext
 from harness.core.manifest import PROJECT_ROOT
-from harness.generic import readers
+from harness.generic import manufactured_case, readers
 from harness.generic.expressions import ExpressionError, check, evaluate
 from harness.generic.model import (
     call,
@@ -124,6 +124,8 @@ def validate(conf: DictConfig) -> None:
         if model.command is not None:
             raise HarnessInputError(f"{WHERE}.outputs: declare at least one output (reader, file, key, unit)")
         names = None  # a callable's returned names are known only when it has run
+    for name in sorted(manufactured_case.declared_names(conf)):
+        _new_name(f"{WHERE}.manufactured", name, names)
     for name, spec in conf.reference.items():
         where = f"{WHERE}.reference.{name}"
         kind = _reference_kind(where, spec)
@@ -178,12 +180,14 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     for name, value in OmegaConf.to_container(conf.parameters, resolve=True).items():
         ns.define(f"{WHERE}.parameters.{name}", name, _parameter(value), None, "parameter")
     info: Dict[str, Any] = {}
+    mms = manufactured_case.setup(conf, ctx, info)  # derived code and values exist before prepare
     if conf.prepare is not None:
         with ctx.stage("prepare"):
             info["prepare"] = run_command(ctx, conf.prepare, "prepare", f"{WHERE}.prepare").as_dict()
     returned = _run_model(conf.model, ctx, info)
     with ctx.stage("outputs"):
         _read_outputs(conf, ctx, ns, returned)
+    manufactured_case.define(conf, ctx, ns, mms, info)
     with ctx.stage("reference"):
         _references(conf, ctx, ns, cfg, info)
     with ctx.stage("metrics"):

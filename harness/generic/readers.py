@@ -91,9 +91,17 @@ def read_json(where: str, path: Path, key: Optional[str], **_: Any) -> np.ndarra
     return _numeric(where, path, key, doc)
 
 
+def read_mesh(where: str, path: Path, key: Optional[str], **kw: Any) -> np.ndarray:
+    """Points or point/cell data of a mesh file (VTU, XDMF, Gmsh, Exodus): harness.generic.mesh."""
+    from harness.generic import mesh
+
+    return mesh.read(where, path, key, **kw)
+
+
 READERS: Dict[str, Callable[..., np.ndarray]] = {
-    "csv": read_csv, "npz": read_npz, "npy": read_npy, "hdf5": read_hdf5, "json": read_json,
+    "csv": read_csv, "npz": read_npz, "npy": read_npy, "hdf5": read_hdf5, "json": read_json, "mesh": read_mesh,
 }
+SUFFIXES.update({s: "mesh" for s in (".vtu", ".vtk", ".xdmf", ".xmf", ".msh", ".exo", ".e")})
 
 
 def reader_for(where: str, reader: Optional[str], path: Path) -> str:

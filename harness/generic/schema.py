@@ -16,6 +16,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from harness.core.configs import store_schema
+from harness.generic.manufactured_schema import ManufacturedConf
 
 RUN_DIR = "<run_dir>"
 PROJECT_DIR = "<project_dir>"
@@ -148,6 +149,7 @@ class GenericConf:
     model, outputs, reference, metrics: see the classes above
     series:     names (expressions) of 1-D arrays logged per step (MLflow histories)
     plots:      figures of the run, file name -> PlotConf
+    manufactured: a manufactured solution (harness.generic.manufactured_schema)
     """
 
     parameters: Dict[str, Any] = field(default_factory=dict)
@@ -158,6 +160,7 @@ class GenericConf:
     metrics: Dict[str, MetricConf] = field(default_factory=dict)
     series: List[str] = field(default_factory=list)
     plots: Dict[str, PlotConf] = field(default_factory=dict)
+    manufactured: Optional[ManufacturedConf] = None
 
 
 def _register_resolvers() -> None:

@@ -27,6 +27,7 @@ from harness.core.atomic import atomic_write_text
 from harness.metrics import gates as G
 from harness.metrics import library as M
 from harness.metrics import verification as V
+from harness.studies import manufactured
 from harness.tracking import records as tracking
 
 log = logging.getLogger(__name__)
@@ -351,6 +352,8 @@ def build_table(rows: List[Dict[str, Any]], parameter: Optional[str]):
 
 def _levels(ok, study: DictConfig):
     """Spacing h of the computed levels, coarse to fine, and the row order that sorts them."""
+    if manufactured.h_metric(study):  # h read from the meshes (a job metric)
+        return manufactured.levels_from_metric(ok, study)
     h = ok["parameter"].to_numpy(float)
     if study.spacing == "inverse":
         h = 1.0 / h
@@ -459,9 +462,19 @@ def convergence(df, study: DictConfig, out_dir: Path) -> Dict[str, Any]:
             verdict = band.judge(out.get("observed_order", math.nan))
             error_metric["order_gate"] = {"expected": float(study.expected_order),
                                           "tolerance": float(study.order_tolerance), "verdict": verdict}
+    extra_orders = manufactured.gate_orders(ok, study, h, order)
+    out.update(extra_orders["metrics"])
+    if extra_orders["orders"]:
+        error_metric["orders"] = extra_orders["orders"]
+        verdict = G.worst([verdict, extra_orders["verdict"]])
     sv = solution_verification(ok, study)
     out.update(sv["metrics"])
     _plot_convergence(h, e, eo, study, out_dir / "convergence.png")
+    for name, entry in extra_orders["orders"].items():  # one log-log figure per further gated error
+        if name in ok:
+            other = OmegaConf.merge(study, {"metric": name, "expected_order": entry["expected"]})
+            e_k = ok[name].to_numpy(float)[order]
+            _plot_convergence(h, e_k, V.error_order(h, e_k, 1.0, factor), other, out_dir / f"convergence_{name}.png")
     return {"metrics": out, "verdict": G.worst([verdict, sv["verdict"]]), "error_metric": error_metric,
             "verification": sv["verification"]}
 
