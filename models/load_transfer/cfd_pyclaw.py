@@ -11,7 +11,7 @@ and the unsplit scheme returns NaN silently.
 row above z = 0, one patch of level 1) to a :class:`~.extraction.WallLoadsExtractor`; it can write
 a checkpoint (``checkpoint.npz``: q, t, the solver's next dt, the wall history so far) after every
 output and restart from one, which continues bit-for-bit: the state of the time stepping is
-exactly (q, t, dt).
+exactly (q, t, dt, dt_old and the last step's CFL number, from which PyClaw computes the next dt).
 
 The 1-D spherical reference of the verification (``euler_with_efix_1D`` with the spherical source
 -(2/r)(rho u, rho u^2, u (E + p))) is :func:`spherical_reference`.
@@ -135,7 +135,9 @@ def _save_checkpoint(path: Path, solver, solution, frame: int, ex: WallLoadsExtr
 
     with atomic_target(path) as tmp:
         with open(tmp, "wb") as fh:
-            np.savez(fh, q=solution.state.q, t=np.float64(solution.t), dt=np.float64(solver.dt), frame=np.int64(frame),
+            np.savez(fh, q=solution.state.q, t=np.float64(solution.t), dt=np.float64(solver.dt),
+                     dt_old=np.float64(np.nan if solver.dt_old is None else solver.dt_old),
+                     cfl=np.float64(solver.cfl.get_cached_max()), frame=np.int64(frame),
                      times=np.asarray(ex.times), pressure=np.vstack(ex.pressure), shear=np.vstack(ex.shear),
                      levels=np.asarray(sorted(ex.levels), dtype=np.int64), max_area_error=ex.max_area_error)
 
@@ -161,6 +163,8 @@ def run_uniform(setup: BlastSetup, n_r: int, t_end: float, n_outputs: int, radia
             solution.state.q[...] = z["q"]
             solution.t = float(z["t"])
             solver.dt = float(z["dt"])
+            solver.dt_old = None if np.isnan(z["dt_old"]) else float(z["dt_old"])
+            solver.cfl.set_global_max(float(z["cfl"]))
             first = int(z["frame"]) + 1
             ex.times = [float(v) for v in z["times"]]
             ex.pressure = [row.copy() for row in z["pressure"]]
