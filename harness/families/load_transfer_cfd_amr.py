@@ -93,7 +93,7 @@ def patch_figure(path: Path, outdir: Path, frame: int, setup) -> Path:
     for lev in sorted(set(int(v) for v in faces.level)):
         m = faces.level == lev
         ax.hlines(np.zeros(int(m.sum())), faces.r0[m], faces.r1[m], colors=colors.get(lev, "k"), lw=5)
-        ax.plot(0.5 * (faces.r0[m] + faces.r1[m]), np.zeros(int(m.sum())), "|", color="k", ms=8)
+        ax.plot(faces.r0[m], np.zeros(int(m.sum())), "|", color="k", ms=6, mew=0.5)
     h, lab = ax.get_legend_handles_labels()
     uniq = dict(zip(lab, h))
     ax.legend(uniq.values(), uniq.keys(), loc="upper right", fontsize=8)
@@ -132,7 +132,8 @@ def amr_rigid_wall(setup, p, ctx: RunContext, edges, command: str, full: bool):
     if p.restart_frame is not None:
         with ctx.stage("restart"):
             metrics.update(_restart(exe, ctx, setup, amr, p, edges, run))
-    frame = int(np.argmax(run.covered_counts)) if run.covered_counts else 0
+    # the figure's frame: the first with the most levels on the wall (coarse cells under fine ones)
+    frame = int(np.argmax(run.wall_levels)) if run.wall_levels else 0
     patch_figure(ctx.output_path("amr_patches.png"), out, run.frames[frame], setup)
     meta = production_metadata(
         setup, run.extractor, solver=f"clawpack {clawpack_version()} amrclaw 2d (euler_4wave, r-z src2)",

@@ -241,6 +241,7 @@ class AmrRun:
     covered_counts: List[int]
     levels_seen: List[int]
     dx_min: float
+    wall_levels: List[int]  # number of distinct levels on the wall, per frame
 
 
 def extract(outdir: Path, setup: BlastSetup, radial_edges: Sequence[float], frames: Optional[Sequence[int]] = None,
@@ -248,7 +249,7 @@ def extract(outdir: Path, setup: BlastSetup, radial_edges: Sequence[float], fram
     """The seed's extraction event on every frame: leaf wall faces, gauge pressure, ring areas checked."""
     ex = WallLoadsExtractor(np.asarray(radial_edges, float), p_ref=setup.p_ambient)
     frames = list(frames if frames is not None else frame_numbers(outdir))
-    pc, wc, cc, lev = [], [], [], set()
+    pc, wc, cc, wl, lev = [], [], [], [], set()
     dxm = np.inf
     for k in frames:
         fr = read_frame(outdir, k, setup)
@@ -257,10 +258,11 @@ def extract(outdir: Path, setup: BlastSetup, radial_edges: Sequence[float], fram
         pc.append(len(fr.patches))
         wc.append(int(faces.r0.size))
         cc.append(faces.n_covered)
+        wl.append(len(set(int(v) for v in faces.level)))
         lev.update(int(v) for v in faces.level)
         dxm = min(dxm, faces.dr_min)
     return AmrRun(extractor=ex, frames=frames, patch_counts=pc, wall_face_counts=wc, covered_counts=cc,
-                  levels_seen=sorted(lev), dx_min=float(dxm))
+                  levels_seen=sorted(lev), dx_min=float(dxm), wall_levels=wl)
 
 
 def fortran_version(fc: str = "gfortran") -> str:
