@@ -37,9 +37,14 @@ def prepare() -> Tuple[Path, Path]:
     """(Clawpack source tree, compiled executable)."""
     from models.load_transfer import cfd_amrclaw as A
 
+    import fcntl
+
     cache = cache_dir()
-    claw = A.clawpack_source(cache)
-    return claw, A.build(cache, claw)
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".lock", "w") as lock:  # parallel jobs of a suite share the cache: one fetch, one build
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        claw = A.clawpack_source(cache)
+        return claw, A.build(cache, claw)
 
 
 def _restart(exe: Path, ctx: RunContext, setup, amr, p, edges, uninterrupted) -> Dict[str, float]:
