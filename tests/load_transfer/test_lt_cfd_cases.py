@@ -98,3 +98,21 @@ def test_bad_setup_is_one_line_exit_2(harness_env):
     assert "case.params.setup.R0: must be > 0" in out.message and "\n" not in out.message
     out = run_case("load_transfer/cfd_rigid_wall", overrides=["tracking=none", "case.params.solver=fluent"])
     assert out.exit_code == 2 and "solver" in out.message
+
+
+def test_workflow_runs_the_spherical_verification_only_without_an_accepted_baseline(harness_env, tracking_uri):
+    from harness.families.load_transfer_workflow import STAGES, Stage
+    from harness.families.load_transfer_workflow_cfd import VERIFICATION_CASE, stages
+    from harness.suites.baseline import accept
+
+    def names(uri):
+        return [s.name for s in stages("cfd", STAGES, Stage, uri)]
+
+    assert names(None)[:2] == ["verification", "wall_loads"]  # no store: always verify
+    assert names(tracking_uri)[:2] == ["verification", "wall_loads"]  # nothing accepted yet
+    out = run_case(VERIFICATION_CASE)
+    assert out.verdict == "pass" and out.mlflow_run_id
+    assert names(tracking_uri)[:2] == ["verification", "wall_loads"]  # recorded, not accepted
+    accept(tracking_uri, out.mlflow_run_id, name="cfd_verification")
+    assert names(tracking_uri)[0] == "wall_loads" and "verification" not in names(tracking_uri)
+    assert [s.name for s in stages("synthetic", STAGES, Stage, tracking_uri)] == [s.name for s in STAGES]
