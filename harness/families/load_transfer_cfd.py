@@ -150,7 +150,7 @@ def _force_figure(path: Path, curves: Dict[str, tuple], title: str) -> Path:
     return path
 
 
-def _uniform(setup, p: CfdParams, n_r: int, ctx: Optional[RunContext] = None, **kw):
+def _uniform(setup, p: CfdParams, n_r: int, **kw):
     from models.load_transfer.cfd_pyclaw import run_uniform
 
     return run_uniform(setup, n_r, p.t_end, p.n_outputs, _edges(p), **kw)
@@ -278,8 +278,10 @@ def _profile_figure(path: Path, res, setup) -> Path:
 
 
 def run_wall_convergence(cfg: DictConfig, ctx: RunContext) -> CaseResult:
-    """Wall impulse and peak wall force over three uniform grids (ratio 2): GCI of both."""
+    """Wall impulse and peak wall force over three uniform grids (ratio 2): GCI of both. Each grid's
+    wall-loads file is written with the study's id (``convergence_study_id``)."""
     from harness.metrics.library import gci
+    from models.load_transfer.cfd_export import write_cfd_wall_loads
 
     p = _params(cfg)
     setup = _setup(p)
@@ -290,6 +292,10 @@ def run_wall_convergence(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     with ctx.stage("cfd"):
         for n in grids:
             run = _uniform(setup, p, n)
+            meta = _pyclaw_meta(setup, p, run, p.study_id)
+            ctx.add_output(write_cfd_wall_loads(ctx.run_dir / f"cfd-rigid-wall-{n}.wall-loads.v1.h5", run.extractor,
+                                                case_id=f"cfd-rigid-wall-{n}", metadata=meta,
+                                                configuration=OmegaConf.to_yaml(cfg, resolve=True)))
             t, _, F = _history(run.extractor)
             J.append(float(np.sum(np.diff(t) * 0.5 * (F[1:] + F[:-1]))))
             Fp.append(float(F.max()))

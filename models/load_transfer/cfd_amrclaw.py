@@ -264,8 +264,3 @@ def extract(outdir: Path, setup: BlastSetup, radial_edges: Sequence[float], fram
     return AmrRun(extractor=ex, frames=frames, patch_counts=pc, wall_face_counts=wc, covered_counts=cc,
                   levels_seen=sorted(lev), dx_min=float(dxm), wall_levels=wl)
 
-
-def fortran_version(fc: str = "gfortran") -> str:
-    from .cfd_pyclaw import fortran_compiler
-
-    return fortran_compiler()

@@ -87,10 +87,6 @@ def pressure(q: np.ndarray, gamma: float) -> np.ndarray:
     return (gamma - 1.0) * (q[3] - 0.5 * (q[1] ** 2 + q[2] ** 2) / q[0])
 
 
-def uniform_edges(lo: float, hi: float, n: int) -> np.ndarray:
-    return np.linspace(lo, hi, n + 1)
-
-
 def grid_shape(setup: BlastSetup, n_r: int) -> Tuple[int, int]:
     """(n_r, n_z) with square cells (dz = dr) as near as the domain allows."""
     n_z = max(1, int(round(n_r * setup.z_max / setup.r_max)))

@@ -88,6 +88,9 @@ def test_wall_impulse_convergence_study_reports_gci(harness_env):
     assert J[0] < J[1] < J[2] and J[2] - J[1] < J[1] - J[0]  # monotone, converging
     assert 0.0 < m["impulse_order"] < 3.0 and 0.0 < m["impulse_gci_fine"] < 0.10
     assert 0.0 < m["force_peak_gci_fine"] < 0.05 and m["impulse_extrapolated"] > J[2]
+    files = sorted(out.run_dir.glob("cfd-rigid-wall-*.wall-loads.v1.h5"))
+    assert [f.name.split(".")[0] for f in files] == ["cfd-rigid-wall-100", "cfd-rigid-wall-25", "cfd-rigid-wall-50"]
+    assert {_meta(f)[0]["convergence_study_id"] for f in files} == {"cfd-rigid-wall"}
     # reduced grids: the GCI is about 6 % (warn band), stated in the case, never a silent pass
     assert out.gates["impulse_gci_fine"] == ("pass" if m["impulse_gci_fine"] <= 0.01 else "warn")
 
