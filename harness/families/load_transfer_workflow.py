@@ -160,8 +160,13 @@ def _overrides_by_stage(sets: Sequence[str]) -> Dict[str, List[str]]:
     return out
 
 
-def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Optional[str] = None) -> Dict:
-    """Run the stages; returns the workflow record (also written to ``workflow.json``)."""
+def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Optional[str] = None,
+                 wall_source: str = "synthetic") -> Dict:
+    """Run the stages; returns the workflow record (also written to ``workflow.json``).
+
+    wall_source: "synthetic" (the stages above) or "cfd" / "cfd-amr": the wall-loads stage is the CFD
+    run, after the spherical verification when no baseline of it is accepted
+    (:mod:`harness.families.load_transfer_workflow_cfd`)."""
     from harness.core.api import run_case
     from harness.core.atomic import atomic_write_text
     from harness.core.compose import compose
@@ -179,6 +184,15 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
         except HarnessInputError as exc:
             raise HarnessInputError(f"stage {st.name} ({st.case}): {exc}") from exc
     first = cfgs[STAGES[0].name]
+    from harness.families.load_transfer_workflow_cfd import stages as cfd_stages
+
+    run_stages = cfd_stages(wall_source, STAGES, Stage, str(first.tracking.uri) if tracking and first.tracking.enabled else None)
+    for st in run_stages:
+        if st not in ALL_STAGES:
+            try:
+                cfgs[st.name] = compose([f"+case={st.case}", *base_overrides, *per_stage.get(st.name, [])])
+            except HarnessInputError as exc:
+                raise HarnessInputError(f"stage {st.name} ({st.case}): {exc}") from exc
     out_dir = Path(outputs or first.paths.outputs) / "workflows" / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     out_dir.mkdir(parents=True, exist_ok=True)
     uri = parent = None
@@ -196,7 +210,8 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
 
     def run_stage(st: Stage) -> StageResult:
         s0 = time.perf_counter()
-        out = run_case(st.case, overrides=[*base_overrides, *per_stage[st.name], *extra[st.name]], tracking_uri=None,
+        out = run_case(st.case, overrides=[*base_overrides, *per_stage.get(st.name, []), *extra.setdefault(st.name, [])],
+                       tracking_uri=None,
                        parent_run_id=parent)
         man = Path(out.run_dir) / "manifest.json" if out.run_dir else None
         sha = hashlib.sha256(man.read_bytes()).hexdigest() if man is not None and man.is_file() else None
@@ -228,7 +243,7 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
                               "overrides": ovs, "consumed_sha256": None})
         return None
 
-    for st in STAGES:
+    for st in run_stages:
         res = run_stage(st)
         if res.verdict == G.FAIL or res.exit_code != 0:
             failed = sorted(k for k, v in res.gates.items() if v == G.FAIL)
@@ -258,7 +273,7 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
         "sets": list(sets), "verdict": verdict, "exit_code": G.exit_code(verdict),
         "stopped_at": stopped_at, "stop_reason": reason,
         "stages": [r.__dict__ for r in results],
-        "not_run": [s.name for s in STAGES if s.name not in ran], "plasticity": plasticity, "handovers": handovers,
+        "not_run": [s.name for s in run_stages if s.name not in ran], "wall_source": wall_source, "plasticity": plasticity, "handovers": handovers,
         "seconds": time.perf_counter() - t0, "parent_run_id": parent, "tracking_uri": uri,
         "directory": str(out_dir),
     }
@@ -284,10 +299,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="STAGE:KEY=VALUE",
                     help="an override for one stage's case (repeatable)")
     ap.add_argument("--no-tracking", action="store_true", help="no MLflow records (the run directories stay)")
+    ap.add_argument("--wall-source", default="synthetic", choices=["synthetic", "cfd", "cfd-amr"],
+                    help="the wall-loads stage: synthetic extraction, or the CFD run (PyClaw / AMRClaw)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        rec = run_workflow(sets=args.set, tracking=not args.no_tracking)
+        rec = run_workflow(sets=args.set, tracking=not args.no_tracking, wall_source=args.wall_source)
     except (HarnessInputError, ValueError) as exc:
         print(f"load_transfer workflow: INVALID: {str(exc).splitlines()[0]}")
         return 2
