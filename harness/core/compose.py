@@ -10,15 +10,67 @@ from typing import List, Optional, Sequence
 
 from omegaconf import OmegaConf
 
+from harness.core import project as user_project
 from harness.core.manifest import PROJECT_ROOT
 
 CONF_DIR = PROJECT_ROOT / "conf"
 CONFIG_NAME = "config"
+_CASE_CHOICE = {"case": None}  # the +case=... of the last compose() (for ${case_dir:} in the API)
 
 
 def default_outputs() -> str:
-    """Absolute outputs directory: $HARNESS_OUTPUTS, else ./outputs of the working directory."""
-    return str(Path(os.environ.get("HARNESS_OUTPUTS") or Path.cwd() / "outputs").resolve())
+    """Absolute outputs directory: $HARNESS_OUTPUTS, else the user project's outputs
+    (``outputs`` of its project file, default ``<project root>/outputs``), else ./outputs."""
+    env = os.environ.get("HARNESS_OUTPUTS")
+    if env:
+        return str(Path(env).resolve())
+    project = user_project.find_project()
+    if project is not None and project.source != f"${user_project.ENV_CASES}":
+        return str(project.outputs or project.root / "outputs")
+    return str((Path.cwd() / "outputs").resolve())
+
+
+def conf_dirs() -> List[Path]:
+    """The config directories: the shipped conf/, then the user project's (search-path order)."""
+    return [CONF_DIR, *user_project.case_dirs()]
+
+
+def config_file(name: str) -> Optional[Path]:
+    """The file of config ``name`` (``case/mine/heat``) in the first config directory holding it."""
+    for d in conf_dirs():
+        path = d / f"{name}.yaml"
+        if path.is_file():
+            return path
+    return None
+
+
+def shown_path(path: Path) -> str:
+    """A config file as the user knows it: ``conf/...`` for shipped ones, else relative to the
+    launch directory when below it, else absolute."""
+    path = Path(path)
+    if path.is_relative_to(CONF_DIR):
+        return f"conf/{path.relative_to(CONF_DIR)}"
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def case_dir() -> str:
+    """``${case_dir:}``: the directory of the selected case's YAML file (absolute)."""
+    choice = None
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            choice = HydraConfig.get().runtime.choices.get("case")
+    except Exception:  # noqa: BLE001 - no Hydra job: the API
+        choice = None
+    choice = choice or _CASE_CHOICE["case"]
+    path = config_file(f"case/{choice}") if choice else None
+    if path is None:
+        raise ValueError("${case_dir:} needs a case selected with +case=NAME")
+    return str(path.parent.resolve())
 
 
 def register_resolvers() -> None:
@@ -30,16 +82,24 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("harness_launchers", help_text)
     if not OmegaConf.has_resolver("harness_uid"):
         OmegaConf.register_new_resolver("harness_uid", lambda: uuid.uuid4().hex[:8], use_cache=True)
+    if not OmegaConf.has_resolver("project_root"):
+        OmegaConf.register_new_resolver("project_root", lambda: str(user_project.project_root()))
+    if not OmegaConf.has_resolver("case_dir"):
+        OmegaConf.register_new_resolver("case_dir", case_dir)
 
 
 def available_cases() -> List[str]:
-    root = CONF_DIR / "case"
-    return sorted(str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.yaml"))
+    return group_options("case")
 
 
 def group_options(group: str) -> List[str]:
-    root = CONF_DIR / group
-    return sorted(str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.yaml"))
+    """Every option of ``group`` in the shipped conf/ and the user's config directories."""
+    names = set()
+    for d in conf_dirs():
+        root = d / group
+        if root.is_dir():
+            names.update(str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.yaml"))
+    return sorted(names)
 
 
 def _missing_config_line(text: str) -> Optional[str]:
@@ -48,12 +108,16 @@ def _missing_config_line(text: str) -> Optional[str]:
         return None
     path = m.group(1)
     group, _, name = path.partition("/")
-    if group in ("case", "study", "source", "operator", "integrator", "tolerance", "gate", "tracking"):
+    inside = re.search(r"In '([^']+)': Could not", text)
+    user_file = config_file(inside.group(1)) if inside else None
+    # a user's file is named (a shipped one keeps the short line: the option is on the command line)
+    head = f"{shown_path(user_file)}: " if user_file is not None and not user_file.is_relative_to(CONF_DIR) else ""
+    if group in ("case", "study", "source", "operator", "integrator", "tolerance", "gate", "tracking", "suite"):
         options = available_cases() if group == "case" else group_options(group)
         close = difflib.get_close_matches(name, options, n=3, cutoff=0.6)
         hint = f"; did you mean: {', '.join(close)}" if close else f"; see `python -m harness --help`"
-        return f"unknown {group} {name!r}{hint}"
-    return f"config not found: {path!r}"
+        return f"{head}unknown {group} {name!r}{hint}"
+    return f"{head}config not found: {path!r}"
 
 
 def describe_config_error(exc: BaseException, overrides: Sequence[str] = ()) -> str:
@@ -107,8 +171,9 @@ def describe_config_error(exc: BaseException, overrides: Sequence[str] = ()) -> 
                 reasons.append(ln)
     reason = "; ".join(reasons[:3]) if reasons else type(exc).__name__
     parts = []
-    if where and (CONF_DIR / f"{where}.yaml").exists():
-        parts.append(f"conf/{where}.yaml")
+    where_file = config_file(where) if where else None
+    if where_file is not None:
+        parts.append(shown_path(where_file))
     if full_key:
         parts.append(str(full_key))
     parts.append(reason)
@@ -124,6 +189,21 @@ def is_config_error(exc: BaseException) -> bool:
     return isinstance(exc, (HydraException, OmegaConfBaseException, HarnessInputError))
 
 
+def project_overrides(overrides: Sequence[str] = ()) -> List[str]:
+    """The overrides a user project adds: its config directories on Hydra's search path and its
+    default tracking option (unless the command line chooses one)."""
+    project = user_project.find_project()
+    if project is None:
+        return []
+    out = []
+    searchpath = user_project.searchpath_override(project.case_dirs)
+    if searchpath and not any(a.startswith("hydra.searchpath") for a in overrides):
+        out.append(searchpath)
+    if project.tracking and not any(a.lstrip("+~").startswith("tracking=") for a in overrides):
+        out.append(f"tracking={project.tracking}")
+    return out
+
+
 def compose(overrides: Sequence[str] = ()):
     """Compose the root config with ``overrides`` through Hydra's compose API."""
     from hydra import compose as hydra_compose
@@ -135,6 +215,10 @@ def compose(overrides: Sequence[str] = ()):
 
     register_resolvers()
     register_all()
+    overrides = [*overrides, *project_overrides(overrides)]
+    for a in overrides:
+        if a.lstrip("+~").startswith("case="):
+            _CASE_CHOICE["case"] = a.split("=", 1)[1]
     gh = GlobalHydra.instance()
     if gh.is_initialized():
         gh.clear()

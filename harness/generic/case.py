@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.core.atomic import atomic_write_bytes
 from harness.core.context import CaseResult, HarnessInputError, RunContext
-from harness.core.manifest import PROJECT_ROOT
+from harness.core.inputs import find_input
 from harness.generic import readers
 from harness.generic.expressions import ExpressionError, check, evaluate
 from harness.generic.model import (
@@ -208,7 +208,7 @@ def _run_model(model: DictConfig, ctx: RunContext, info: Dict[str, Any]) -> Opti
             return None
         fn = import_callable(where, str(model._target_), list(model.pythonpath), ctx.run_dir)
         kwargs = instantiate_kwargs(where, model.kwargs, ctx.run_dir)
-        declare_inputs(ctx, where, list(model.inputs or []), PROJECT_ROOT)
+        declare_inputs(ctx, where, list(model.inputs or []))
         result = call(where, fn, kwargs)
     if not isinstance(result, Mapping):
         raise HarnessInputError(f"{where}._target_: {model._target_} returned {type(result).__name__}, "
@@ -305,8 +305,7 @@ def _references(conf: DictConfig, ctx: RunContext, ns: Namespace, cfg: DictConfi
         if kind == "expression":
             value = ns.eval(f"{where}.expression", spec.expression)
         elif kind == "file":
-            path = Path(substitute(str(spec.file), ctx.run_dir))
-            path = path if path.is_absolute() else PROJECT_ROOT / path
+            path = find_input(str(substitute(str(spec.file), ctx.run_dir)), f"{where}.file")
             value = readers.read_file(where, spec.reader, path, spec.key, delimiter=spec.delimiter)
             ctx.add_input(path)
         else:

@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from harness.core.atomic import atomic_path
 from harness.core.context import HarnessInputError, RunContext
+from harness.core.inputs import find_input, project_root
 from harness.core.manifest import PROJECT_ROOT
 from harness.generic.schema import PROJECT_DIR, RUN_DIR
 
@@ -71,13 +72,17 @@ def _tail(path: Path, n: int = TAIL_LINES) -> List[str]:
         return []
 
 
-def declare_inputs(ctx: RunContext, where: str, files: Sequence[str], base: Path) -> None:
-    """Hash the declared input files into the manifest; a missing one is invalid input."""
+def declare_inputs(ctx: RunContext, where: str, files: Sequence[str], cwd: Optional[Path] = None) -> None:
+    """Hash the declared input files into the manifest; a missing one is invalid input.
+
+    A relative file is looked up as :mod:`harness.core.inputs` says (the user's project root,
+    the launch directory, the shipped files), then in the command's working directory ``cwd``;
+    the error lists the places tried."""
+    extra = [("working directory of the command", Path(cwd))] if cwd is not None else []
     for i, f in enumerate(files):
-        p = Path(substitute(str(f), ctx.run_dir))
-        p = p if p.is_absolute() else base / p
+        p = find_input(str(substitute(str(f), ctx.run_dir)), f"{where}.inputs[{i}]", extra=extra)
         if not p.is_file():
-            raise HarnessInputError(f"{where}.inputs[{i}]: {p}: file not found")
+            raise HarnessInputError(f"{where}.inputs[{i}]: {p}: not a file")
         ctx.add_input(p)
 
 
@@ -143,8 +148,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def import_callable(where: str, target: str, pythonpath: Sequence[str], run_dir: Path) -> Callable[..., Any]:
     """Import ``package.module.function`` or ``package.module:function``."""
-    for entry in pythonpath:
-        d = str(Path(substitute(str(entry), run_dir)).resolve())
+    for entry in pythonpath:  # a relative entry: against the user's project root (else the launch directory)
+        d = str((project_root() / substitute(str(entry), run_dir)).resolve())
         if d not in sys.path:
             sys.path.insert(0, d)
     module_name, sep, attr = target.partition(":")
