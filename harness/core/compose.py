@@ -102,7 +102,52 @@ def group_options(group: str) -> List[str]:
     return sorted(names)
 
 
-def _missing_config_line(text: str) -> Optional[str]:
+def yaml_error(exc: BaseException) -> Optional[BaseException]:
+    """The YAML syntax error in the chain of ``exc`` (a config file Hydra could not parse), or None."""
+    import yaml
+
+    e: Optional[BaseException] = exc
+    for _ in range(8):
+        if e is None:
+            return None
+        if isinstance(e, yaml.YAMLError):
+            return e
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def yaml_error_line(exc: BaseException) -> str:
+    """``FILE:LINE:COLUMN: not valid YAML: PROBLEM`` of a YAML syntax error (1-based)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return f"not valid YAML: {problem}"
+    name = str(getattr(mark, "name", "") or "")
+    shown = shown_path(Path(name)) if name and not name.startswith("<") else "<config>"
+    context, cmark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    started = (f" ({context} at line {cmark.line + 1}, column {cmark.column + 1})"
+               if context and cmark is not None and cmark.line != mark.line else "")
+    return f"{shown}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {problem}{started}"
+
+
+def choosing_line(group: str, name: str, overrides: Sequence[str]) -> Optional[str]:
+    """``FILE:LINE`` of the defaults-list entry choosing option ``name`` of ``group`` in the case,
+    study or suite file the command line selects (Hydra names only the root config)."""
+    pattern = re.compile(rf"^\s*-\s*(?:override\s+)?/?{re.escape(group)}(?:@\S+)?\s*:\s*['\"]?{re.escape(name)}['\"]?\s*(?:#.*)?$")
+    for a in overrides:
+        key, sep, choice = a.lstrip("+~").partition("=")
+        if not sep or key not in ("case", "study", "suite"):
+            continue
+        path = config_file(f"{key}/{choice}")
+        if path is None:
+            continue
+        for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if pattern.match(line):
+                return f"{shown_path(path)}:{i}"
+    return None
+
+
+def _missing_config_line(text: str, overrides: Sequence[str] = ()) -> Optional[str]:
     m = re.search(r"Could not find '([^']+)'", text)
     if not m:
         return None
@@ -112,6 +157,9 @@ def _missing_config_line(text: str) -> Optional[str]:
     user_file = config_file(inside.group(1)) if inside else None
     # a user's file is named (a shipped one keeps the short line: the option is on the command line)
     head = f"{shown_path(user_file)}: " if user_file is not None and not user_file.is_relative_to(CONF_DIR) else ""
+    chosen_in = choosing_line(group, name, overrides) if name else None
+    if chosen_in:
+        head = f"{chosen_in}: "
     if group in ("case", "study", "source", "operator", "integrator", "tolerance", "gate", "tracking", "suite"):
         options = available_cases() if group == "case" else group_options(group)
         close = difflib.get_close_matches(name, options, n=3, cutoff=0.6)
@@ -128,6 +176,9 @@ def describe_config_error(exc: BaseException, overrides: Sequence[str] = ()) -> 
     """
     from harness.core.config_errors import describe_key_error
 
+    bad_yaml = yaml_error(exc)
+    if bad_yaml is not None:
+        return yaml_error_line(bad_yaml)
     keyed = describe_key_error(exc, overrides, CONF_DIR)
     if keyed:
         return keyed
@@ -138,7 +189,7 @@ def describe_config_error(exc: BaseException, overrides: Sequence[str] = ()) -> 
         e = e.__cause__ or e.__context__
     texts = [str(x) for x in chain]
     for t in texts:
-        line = _missing_config_line(t)
+        line = _missing_config_line(t, overrides)
         if line:
             return line
     full_key = None
@@ -186,7 +237,7 @@ def is_config_error(exc: BaseException) -> bool:
 
     from harness.core.context import HarnessInputError
 
-    return isinstance(exc, (HydraException, OmegaConfBaseException, HarnessInputError))
+    return isinstance(exc, (HydraException, OmegaConfBaseException, HarnessInputError)) or yaml_error(exc) is not None
 
 
 def project_overrides(overrides: Sequence[str] = ()) -> List[str]:

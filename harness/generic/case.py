@@ -28,6 +28,7 @@ from harness.core.inputs import find_input
 from harness.generic import readers
 from harness.generic.expressions import ExpressionError, check, evaluate
 from harness.generic.model import (
+    ModelFailed,
     call,
     declare_inputs,
     import_callable,
@@ -178,10 +179,18 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     for name, value in OmegaConf.to_container(conf.parameters, resolve=True).items():
         ns.define(f"{WHERE}.parameters.{name}", name, _parameter(value), None, "parameter")
     info: Dict[str, Any] = {}
-    if conf.prepare is not None:
-        with ctx.stage("prepare"):
-            info["prepare"] = run_command(ctx, conf.prepare, "prepare", f"{WHERE}.prepare").as_dict()
-    returned = _run_model(conf.model, ctx, info)
+    step = "prepare"
+    try:
+        if conf.prepare is not None:
+            with ctx.stage("prepare"):
+                info["prepare"] = run_command(ctx, conf.prepare, "prepare", f"{WHERE}.prepare").as_dict()
+        step = "model"
+        returned = _run_model(conf.model, ctx, info)
+    except ModelFailed as exc:  # the records so far go to the manifest with the error
+        if exc.record is not None:
+            info[step] = exc.record.as_dict()
+        exc.info.update(info)
+        raise
     with ctx.stage("outputs"):
         _read_outputs(conf, ctx, ns, returned)
     with ctx.stage("reference"):

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
-from harness.core.compose import CONF_DIR, conf_dirs, shown_path
+from harness.core.compose import CONF_DIR, conf_dirs, shown_path, yaml_error_line
 from harness.core.context import HarnessInputError
 
 # The tags every case carries some of (case.tags); a suite may use others a case defines.
@@ -37,22 +37,15 @@ class CaseInfo:
     project: bool = False  # a case of the user's project (not shipped with the harness)
 
 
-def yaml_error_line(shown: str, exc: yaml.YAMLError) -> str:
-    """``FILE:LINE:COLUMN: not valid YAML: PROBLEM`` (1-based line and column)."""
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    where = f"{shown}:{mark.line + 1}:{mark.column + 1}" if mark is not None else shown
-    return f"{where}: not valid YAML: {problem}"
-
-
 def _read(path: Path, root: Path, project: bool = False) -> CaseInfo:
     rel = path.relative_to(root)
     name = str(rel.with_suffix(""))
     shown = shown_path(path)
     try:
-        doc = yaml.load(path.read_text(), Loader=_Loader) or {}
+        with open(path) as fh:  # the stream's name makes the error name the file
+            doc = yaml.load(fh, Loader=_Loader) or {}
     except yaml.YAMLError as exc:
-        raise HarnessInputError(yaml_error_line(shown, exc)) from exc
+        raise HarnessInputError(yaml_error_line(exc)) from exc
     case = doc.get("case") if isinstance(doc, dict) else None
     if not isinstance(case, dict):
         raise HarnessInputError(f"{shown}: case: missing (a case file defines case.name, family, tags)")
