@@ -4,6 +4,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import sys
 import uuid
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -84,6 +85,8 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("harness_uid", lambda: uuid.uuid4().hex[:8], use_cache=True)
     if not OmegaConf.has_resolver("project_root"):
         OmegaConf.register_new_resolver("project_root", lambda: str(user_project.project_root()))
+    if not OmegaConf.has_resolver("harness_python"):  # the Python running the harness (a user's command)
+        OmegaConf.register_new_resolver("harness_python", lambda: sys.executable)
     if not OmegaConf.has_resolver("case_dir"):
         OmegaConf.register_new_resolver("case_dir", case_dir)
 
