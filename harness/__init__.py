@@ -12,8 +12,9 @@ _moved.install()
 __all__ = ["run_case"]
 
 
-def run_case(case, overrides=(), tracking_uri=None, parent_run_id=None):
+def run_case(case, overrides=(), tracking_uri=None, parent_run_id=None, project=None):
     """See :func:`harness.core.api.run_case`."""
     from harness.core.api import run_case as _run_case
 
-    return _run_case(case, overrides=overrides, tracking_uri=tracking_uri, parent_run_id=parent_run_id)
+    return _run_case(case, overrides=overrides, tracking_uri=tracking_uri, parent_run_id=parent_run_id,
+                     project=project)

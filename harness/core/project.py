@@ -12,6 +12,7 @@ cases     list of directories (relative to the project root) holding ``case/``, 
 outputs   the outputs directory (default ``<project root>/outputs``)
 tracking  the default option of the ``tracking`` group (e.g. ``local``)
 
+``$HARNESS_PROJECT`` (set by ``run_case(..., project=DIR)``) starts the search in DIR instead.
 ``--cases DIR`` on the command line (stored in ``$HARNESS_CASES``, so sweep jobs inherit it)
 and ``$HARNESS_CASES`` (directories separated by ``os.pathsep``) name case directories without
 a file; relative ones resolve against the launch directory. Without any of these there is no
@@ -27,6 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from harness.core.context import HarnessInputError
 
 ENV_CASES = "HARNESS_CASES"
+ENV_PROJECT = "HARNESS_PROJECT"  # a directory to look for the project file from, instead of the launch directory
 PROJECT_FILES = ("harness.yaml", "pyproject.toml")
 KEYS = ("cases", "outputs", "tracking")
 
@@ -111,8 +113,9 @@ def _from_file(path: Path, table: Dict[str, Any]) -> Project:
 
 
 def find_file(start: Optional[Path] = None) -> Optional[Tuple[Path, Dict[str, Any]]]:
-    """The nearest project file from ``start`` (default: the launch directory) upwards."""
-    d = Path(start or os.getcwd()).resolve()
+    """The nearest project file from ``$HARNESS_PROJECT``, else ``start`` (default: the launch
+    directory), upwards."""
+    d = Path(os.environ.get(ENV_PROJECT) or start or os.getcwd()).resolve()
     for folder in (d, *d.parents):
         for name in PROJECT_FILES:
             path = folder / name
