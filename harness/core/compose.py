@@ -47,14 +47,16 @@ def config_file(name: str) -> Optional[Path]:
 
 def shown_path(path: Path) -> str:
     """A config file as the user knows it: ``conf/...`` for shipped ones, else relative to the
-    launch directory when below it, else absolute."""
+    user's project root (or the launch directory) when below it, else absolute."""
     path = Path(path)
     if path.is_relative_to(CONF_DIR):
         return f"conf/{path.relative_to(CONF_DIR)}"
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
+    for base in (user_project.project_root(), Path.cwd()):
+        try:
+            return str(path.resolve().relative_to(base.resolve()))
+        except ValueError:
+            continue
+    return str(path)
 
 
 def case_dir() -> str:
