@@ -67,7 +67,7 @@ def test_unknown_group_option_in_a_user_file_names_the_file(project):
 
 def test_failing_model_is_a_failed_run_in_one_line_with_its_records(project):
     command = f"case.params.model.command=[{sys.executable},-c,'import sys; print(1); sys.stderr.write(\"solver: diverged at step 7\"); sys.exit(3)']"
-    res = harness(project, "+case=heat/ftcs", command)
+    res = harness(project, "+case=heat/ftcs", command, "tracking=none")
     assert res.returncode == 1, res.stdout + res.stderr
     assert "Traceback" not in res.stderr and "ModelFailed" not in res.stderr
     errors = [ln for ln in res.stderr.splitlines() if ln.strip()]
@@ -85,7 +85,7 @@ def test_failing_model_is_a_failed_run_in_one_line_with_its_records(project):
 
 
 def test_case_without_gates_warns_and_says_so(project):
-    res = harness(project, "+case=heat/ftcs", "case.gates=[]")
+    res = harness(project, "+case=heat/ftcs", "case.gates=[]", "tracking=none")
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.startswith("heat/ftcs  PASS(no gates)  e_u=0.002851"), res.stdout
     warnings = [ln for ln in res.stderr.splitlines() if "nothing is judged" in ln]
