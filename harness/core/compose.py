@@ -59,6 +59,23 @@ def shown_path(path: Path) -> str:
     return str(path)
 
 
+def project_help() -> str:
+    """The ``--help`` lines of the user project's config directories: each group with its options."""
+    project = user_project.find_project()
+    if project is None or not project.case_dirs:
+        return ""
+    lines = [f"== Your project ({project.source}): its cases and options, first-class beside the shipped ones =="]
+    for d in project.case_dirs:
+        groups = {}
+        for p in sorted(d.rglob("*.yaml")):
+            rel = p.relative_to(d)
+            if len(rel.parts) < 2:
+                continue
+            groups.setdefault(str(rel.parent), []).append(rel.stem)
+        lines += [f"{g}: {', '.join(names)}" for g, names in sorted(groups.items())]
+    return "\n".join(lines) + "\n\n"
+
+
 def case_dir() -> str:
     """``${case_dir:}``: the directory of the selected case's YAML file (absolute)."""
     choice = None
@@ -87,6 +104,8 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("harness_uid", lambda: uuid.uuid4().hex[:8], use_cache=True)
     if not OmegaConf.has_resolver("project_root"):
         OmegaConf.register_new_resolver("project_root", lambda: str(user_project.project_root()))
+    if not OmegaConf.has_resolver("harness_project_help"):
+        OmegaConf.register_new_resolver("harness_project_help", project_help)
     if not OmegaConf.has_resolver("harness_python"):  # the Python running the harness (a user's command)
         OmegaConf.register_new_resolver("harness_python", lambda: sys.executable)
     if not OmegaConf.has_resolver("case_dir"):

@@ -148,6 +148,10 @@ def test_paths_resolve_against_the_project_root_in_cli_and_api(in_project, tmp_p
     res = subprocess.run([sys.executable, "-m", "harness", "+case=mine/square", "tracking=none"],
                          cwd=in_project / "sub", env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0 and res.stdout.startswith("mine/square  PASS  "), res.stdout + res.stderr
+    res = subprocess.run([sys.executable, "-m", "harness", "--help"], cwd=in_project, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0 and "\ncase/mine: square\n" in res.stdout, res.stdout + res.stderr
+    assert f"== Your project ({(in_project / 'pyproject.toml').resolve()})" in res.stdout
     # run_case(project=...) from outside the project
     os.chdir(tmp_path)
     again = run_case("mine/square", overrides=["tracking=none"], project=str(in_project))
