@@ -1,4 +1,5 @@
-"""Acceptance of the installed harness in a user's repository.
+"""Acceptance of the installed harness in a user's repository, through the commands of the README
+section "Use it in your solver's repository" as written.
 
 The wheel is built from a copy of the checkout and installed (not editable) into a fresh virtual
 environment; its runtime dependencies come from this interpreter's site directories through a
@@ -23,9 +24,19 @@ import time
 import zipfile
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 SKIP = shutil.ignore_patterns(".git", "outputs", "build", "dist", "*.egg-info", "__pycache__", ".venv",
                               ".*_cache", ".pytest_cache", "_build")
+
+
+def readme_blocks(lang: str):
+    """The fenced blocks of language ``lang`` in the README section "Use it in your solver's repository"."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## Use it in your solver's repository")
+    section = readme[start:readme.index("<!-- getting-started:end -->", start)]
+    return re.findall(rf"```{lang}\n(.*?)```", section, flags=re.S)
 
 
 def files_under(root: Path, skip=(".git", "__pycache__", ".pytest_cache")) -> set:
@@ -75,36 +86,46 @@ def test_wheel_in_a_fresh_venv_runs_a_user_project(tmp_path):
     assert Path(where).is_relative_to(purelib), where  # the installed wheel, not this checkout
     site_before = files_under(purelib)
 
-    def harness(*args, timeout=600):
-        return run(["harness", *args], user, env, timeout)
-
-    assert "wrote harness.yaml" in harness("init").stdout
-    start = time.perf_counter()
-    single = harness("+case=heat/ftcs").stdout
-    print(f"first run in the user project: {time.perf_counter() - start:.1f} s")
+    # the commands of the README section "Use it in your solver's repository", as written
+    (console,) = readme_blocks("console")
+    commands = [ln[2:] for ln in console.splitlines() if ln.startswith("$ ")]
+    assert commands == ["harness init", "harness +case=heat/ftcs",
+                        "harness -m +case=heat/ftcs +study=heat/ftcs_refinement", "harness --list suite=project",
+                        "harness suite=project", "harness baseline accept latest", "harness suite=project",
+                        "harness compare baseline:project latest"]
+    out = []
+    for cmd in commands:
+        start = time.perf_counter()
+        out.append(run(["bash", "-c", cmd], user, env).stdout)
+        print(f"{cmd}: {time.perf_counter() - start:.1f} s")
+    init, single, study, listing, suite1, accept, suite2, compared = out
+    assert "wrote harness.yaml" in init
     assert re.match(r"heat/ftcs  PASS  e_u=0\.002851  u_center=0\.3716  run=\w{32}$", single.strip()), single
-
-    study = harness("-m", "+case=heat/ftcs", "+study=heat/ftcs_refinement").stdout
     assert re.search(r"^study heat/ftcs_refinement  PASS  jobs=3 failed=0", study, re.M), study
     doc = json.loads(next((user / "outputs/sweeps/heat/ftcs").glob("*/study/study.json")).read_text())
     assert doc["verdict"] == "pass" and abs(doc["metrics"]["observed_order_1_2"] - 2.0) < 0.05, doc["metrics"]
     assert doc["error_metric"]["order_gate"] == {"expected": 2.0, "tolerance": 0.1, "verdict": "pass"}
-
-    listing = harness("--list", "suite=project").stdout
     assert listing.splitlines()[1].split() == ["heat/ftcs", "[fast]"], listing
 
     from junitparser import JUnitXml
 
-    harness("suite=project")
-    first = sorted((user / "outputs/suites/project").iterdir())[-1]
+    first = sorted((user / "outputs/suites/project").iterdir())[0]
     cases = [c for s in JUnitXml.fromfile(str(first / "junit.xml")) for c in s]
-    assert [c.name for c in cases] == ["heat/ftcs"] and all(c.is_passed for c in cases)
-    assert (first / "dashboard.html").is_file()
-    assert "accepted baseline project: 1 case runs" in harness("baseline", "accept", "latest").stdout
-    again = harness("suite=project").stdout
-    assert "regressions=0" in again and re.search(r"^heat/ftcs +PASS +ok ", again, re.M), again
-    compared = harness("compare", "baseline:project", "latest").stdout
+    assert [(c.classname, c.name) for c in cases] == [("heat", "ftcs")] and all(c.is_passed for c in cases)
+    assert (first / "dashboard.html").is_file() and "pass=1 " in suite1
+    assert "accepted baseline project: 1 case runs" in accept
+    assert "regressions=0" in suite2 and re.search(r"^heat/ftcs +PASS +ok ", suite2, re.M), suite2
     assert "metrics: identical" in compared and "input files: identical hashes" in compared, compared
+    # the README's CI snippets (the generated GitHub workflow, the GitLab job) find this suite's reports
+    ci = yaml.safe_load((user / ".github/workflows/verification.yml").read_text())
+    steps = ci["jobs"]["verify"]["steps"]
+    junit = next(s for s in steps if s.get("uses", "").startswith("mikepenz/action-junit-report"))
+    assert len(list(user.glob(junit["with"]["report_paths"]))) == 2
+    assert any(s.get("run") == "harness suite=project" for s in steps)
+    (gitlab,) = readme_blocks("yaml")
+    job = yaml.safe_load(gitlab)["verify"]
+    assert "harness suite=project" in job["script"]
+    assert len(list(user.glob(job["artifacts"]["reports"]["junit"]))) == 2
 
     # every output under the user's directory; nothing written into site-packages or the checkout
     assert (user / "outputs/mlflow.db").is_file()
