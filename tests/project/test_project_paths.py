@@ -109,6 +109,16 @@ def test_harness_cases_names_directories_without_a_file(tmp_path, monkeypatch):
     monkeypatch.delenv("HARNESS_PROJECT", raising=False)
     project = find_project(tmp_path)
     assert project.root == tmp_path.resolve() and project.case_dirs == ((tmp_path / "verification").resolve(),)
+    # --cases DIR on the command line does the same (and reaches the jobs through $HARNESS_CASES)
+    env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_OUTPUTS", "HARNESS_CASES", "HARNESS_PROJECT")}
+    res = subprocess.run([sys.executable, "-m", "harness", "--list", "suite=project", "--cases", "verification"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.splitlines()[1].split() == ["mine/square", "[fast,", "mine_tag]"]
+    res = subprocess.run([sys.executable, "-m", "harness", "--list", "suite=project"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and res.stderr.startswith("harness: error: conf/suite/project.yaml: "
+                                                         "suite.select.project: no user project found"), res.stderr
 
 
 def test_user_cases_join_catalogue_suites_and_suggestions(in_project):

@@ -1,7 +1,7 @@
 """Acceptance of the installed harness in a user's repository, through the commands of the README
 section "Use it in your solver's repository" as written.
 
-The wheel is built from a copy of the checkout and installed (not editable) into a fresh virtual
+The sdist is built from a copy of the checkout, the wheel from the sdist, and the wheel installed (not editable) into a fresh virtual
 environment; its runtime dependencies come from this interpreter's site directories through a
 ``.pth`` path line (no download; ``.pth`` files there are not run, so this checkout's editable
 install stays invisible). From an empty directory outside the checkout: ``harness init``, the
@@ -57,7 +57,11 @@ def test_wheel_in_a_fresh_venv_runs_a_user_project(tmp_path):
     checkout_before = files_under(ROOT)
     src = tmp_path / "checkout"
     shutil.copytree(ROOT, src, ignore=SKIP)
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(src)],
+    # the sdist first, then the wheel built from the sdist: both carry conf/ and the examples
+    run([sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path / "dist"), str(src)],
+        tmp_path, dict(os.environ))
+    sdist = next((tmp_path / "dist").glob("mechanics_harness-*.tar.gz"))
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(sdist)],
         tmp_path, dict(os.environ))
     wheel = next((tmp_path / "dist").glob("mechanics_harness-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
