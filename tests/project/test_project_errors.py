@@ -65,6 +65,20 @@ def test_unknown_group_option_in_a_user_file_names_the_file(project):
                           "did you mean: production\n")
 
 
+def test_unknown_key_in_a_user_case_file_names_the_file(project):
+    case = (project / "verification/case/heat/ftcs.yaml").read_text()
+    bad = project / "verification/case/heat/key.yaml"
+    bad.write_text(case.replace("  key_metrics:", "  key_metricz:").replace("name: heat/ftcs", "name: heat/key"))
+    try:
+        res = harness(project, "+case=heat/key")
+    finally:
+        bad.unlink()
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.startswith("harness: error: case (verification/case/heat/key.yaml): unknown key "
+                                 "'key_metricz'; valid keys: "), res.stderr
+    assert res.stderr.endswith("(did you mean 'key_metrics'?)\n") and res.stderr.count("\n") == 1
+
+
 def test_failing_model_is_a_failed_run_in_one_line_with_its_records(project):
     command = f"case.params.model.command=[{sys.executable},-c,'import sys; print(1); sys.stderr.write(\"solver: diverged at step 7\"); sys.exit(3)']"
     res = harness(project, "+case=heat/ftcs", command, "tracking=none")
