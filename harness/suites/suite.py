@@ -415,7 +415,7 @@ def collect(sweep_dir: Path) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
                "key_metrics": job.get("key_metrics") or [], "wall_s": job.get("wall_s"),
                "started_utc": job.get("started_utc"), "ended_utc": job.get("ended_utc"),
                "mlflow_run_id": out.get("mlflow_run_id"), "message": out.get("message"),
-               "regression": out.get("regression"), "run_dir": str(job_dir)}
+               "regression": out.get("regression"), "run_dir": str(job_dir), "no_gates": bool(out.get("no_gates"))}
         seen.add(case)
         rows.append(row)
     for case in state.get("cases", []):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +109,26 @@ def test_case_without_gates_warns_and_says_so(project):
     assert json.loads((run / "metrics.json").read_text())["no_gates"] is True
     assert json.loads((run / "outcome.json").read_text())["no_gates"] is True
     assert "nothing is judged" in json.loads((run / "manifest.json").read_text())["info"]["no_gates"]
+    # in a suite: the table and the dashboard say PASS(no gates), JUnit carries the property
+    case = (project / "verification/case/heat/ftcs.yaml").read_text()
+    gateless = project / "verification/case/heat/gateless.yaml"
+    gateless.write_text(case.replace("gates: [e_u]", "gates: []").replace("name: heat/ftcs", "name: heat/gateless"))
+    try:
+        res = harness(project, "suite=project", "suite.select.cases=[heat/gateless]", "tracking=none")
+    finally:
+        gateless.unlink()
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert re.search(r"^heat/gateless +PASS\(no gates\) ", res.stdout, re.M), res.stdout
+    from junitparser import JUnitXml
+
+    suite_dir = sorted((project / "outputs/suites/project").iterdir())[-1]
+    (tc,) = [c for s in JUnitXml.fromfile(str(suite_dir / "junit.xml")) for c in s]
+    assert tc.is_passed and tc.name == "gateless"
+    import xml.etree.ElementTree as ET
+
+    props = {p.get("name"): p.get("value") for p in ET.parse(suite_dir / "junit.xml").iter("property")}
+    assert props["no_gates"] == "true"
+    assert "PASS(no gates)" in (suite_dir / "dashboard.html").read_text()
 
 
 def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path):
