@@ -68,7 +68,7 @@ def chosen_option(group: str, overrides: Sequence[str], bad_key: str, conf_dir: 
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from harness.core.compose import project_overrides
+    from harness.core.config_dirs import project_overrides
 
     kept = [a for a in overrides if not a.startswith("-") and _override_key(a) != bad_key]
     kept += project_overrides(kept)  # a user project's config directories
@@ -92,7 +92,7 @@ def where(full_key: str, overrides: Sequence[str], conf_dir: Path) -> str:
     group = full_key.split(".", 1)[0]
     if group not in GROUPS:
         return f"{group} (conf/config.yaml)"
-    from harness.core.compose import config_file, shown_path
+    from harness.core.config_dirs import config_file, shown_path
 
     option = chosen_option(group, overrides, full_key, conf_dir)
     if option is None:  # the bad key is in the chosen file itself: the option as the command line names it
