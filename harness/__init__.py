@@ -7,6 +7,12 @@ from harness import _moved
 
 # MLflow's INFO chatter (database migrations) would drown the verdict lines.
 _os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+# Installed (not a checkout): numba's compiled-function cache goes to the user's cache folder,
+# never into site-packages (its default is a __pycache__ beside the source).
+if not _os.path.isfile(_os.path.join(_os.path.dirname(_os.path.dirname(__file__)), "conf", "config.yaml")):
+    _os.environ.setdefault("NUMBA_CACHE_DIR", _os.path.join(
+        _os.environ.get("XDG_CACHE_HOME") or _os.path.join(_os.path.expanduser("~"), ".cache"),
+        "mechanics-harness", "numba"))
 _moved.install()
 
 __all__ = ["run_case"]
