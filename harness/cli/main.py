@@ -97,9 +97,12 @@ def _hydra_main(task=None) -> None:
     from harness.core.configs import register_all
     from harness.launch.joblib_shared import install as share_joblib_state
 
+    from harness.core.compose import project_overrides
+
     register_resolvers()
     register_all()
     share_joblib_state()
+    sys.argv = [*sys.argv, *project_overrides(sys.argv[1:])]  # the user's config dirs on the search path
     hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=CONFIG_NAME)(task or _task)()
 
 
@@ -194,12 +197,46 @@ def _close_parents(reason: str, status: str = "FAILED") -> None:
             sys.modules[module].close_open_parents(reason.splitlines()[0] if reason else "aborted", status)
 
 
+def take_cases_option(args: List[str]) -> List[str]:
+    """Remove ``--cases DIR`` / ``--cases=DIR`` from ``args``; the directories go to
+    ``$HARNESS_CASES`` (absolute), where composition and every sweep job find them."""
+    from harness.core.project import ENV_CASES
+
+    out, dirs, i = [], [], 0
+    while i < len(args):
+        a = args[i]
+        if a == "--cases" and i + 1 < len(args):
+            dirs.append(args[i + 1])
+            i += 2
+            continue
+        if a.startswith("--cases="):
+            dirs.append(a.split("=", 1)[1])
+        else:
+            out.append(a)
+        i += 1
+    if dirs:
+        known = [p for p in os.environ.get(ENV_CASES, "").split(os.pathsep) if p]
+        os.environ[ENV_CASES] = os.pathsep.join([*(str(Path(d).resolve()) for d in dirs), *known])
+    return out
+
+
+def _finish(code: int, argv: Optional[List[str]]) -> int:
+    if argv is None:
+        sys.exit(code)
+    return code
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let composition errors reach us, to exit 2
+    args = take_cases_option(args)
+    if args and args[0] == "init":
+        from harness.cli.init import main as init_main
+
+        return _finish(init_main(args[1:]), argv)
     previous_handlers = interrupt.install()
     runs_cases = not (args and args[0] in ("baseline", "compare")) and "--list" not in args
     records.forget_too_new()  # a new command (tests call main() more than once per process)

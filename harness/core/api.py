@@ -6,6 +6,8 @@
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -23,18 +25,40 @@ def new_run_dir(outputs: str, case: str) -> Path:
 
 
 def run_case(case: str, overrides: Sequence[str] = (), tracking_uri: Optional[str] = None,
-             parent_run_id: Optional[str] = None) -> Outcome:
-    """Compose ``case`` (a name under conf/case) with ``overrides`` and run it.
+             parent_run_id: Optional[str] = None, project: Optional[str] = None) -> Outcome:
+    """Compose ``case`` (a name under conf/case or a user project's case/) with ``overrides`` and run it.
 
-    tracking_uri: an MLflow tracking URI replacing the configured one. Raises
+    tracking_uri: an MLflow tracking URI replacing the configured one.
+    project: a directory of a user project (holding, or below, its harness.yaml or pyproject.toml
+    with [tool.harness]); default: found from the working directory (harness.core.project). Raises
     :class:`harness.core.context.HarnessInputError` (one line) for an unknown case, an
     unknown key or a wrong type; everything after composition is reported in the outcome.
     """
     all_overrides = [f"+case={case}", *overrides]
     if tracking_uri is not None:
         all_overrides.append(f"tracking.uri={tracking_uri}")
-    cfg = compose(all_overrides)
-    run_dir = new_run_dir(cfg.paths.outputs, case)
-    return run_case_config(cfg, run_dir, command=[sys.argv[0], "run_case", case, *overrides],
-                           overrides=all_overrides, parent_run_id=parent_run_id,
-                           run_name=case)  # a named case, also as a child (sweep jobs are named by their overrides)
+    with _project(project):
+        cfg = compose(all_overrides)
+        run_dir = new_run_dir(cfg.paths.outputs, case)
+        return run_case_config(cfg, run_dir, command=[sys.argv[0], "run_case", case, *overrides],
+                               overrides=all_overrides, parent_run_id=parent_run_id,
+                               run_name=case)  # a named case, also as a child (sweep jobs are named by their overrides)
+
+
+@contextlib.contextmanager
+def _project(directory: Optional[str]):
+    """``$HARNESS_PROJECT`` = ``directory`` (absolute) for the duration, then as before."""
+    from harness.core.project import ENV_PROJECT
+
+    if directory is None:
+        yield
+        return
+    old = os.environ.get(ENV_PROJECT)
+    os.environ[ENV_PROJECT] = str(Path(directory).resolve())
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(ENV_PROJECT, None)
+        else:
+            os.environ[ENV_PROJECT] = old

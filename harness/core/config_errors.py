@@ -68,7 +68,10 @@ def chosen_option(group: str, overrides: Sequence[str], bad_key: str, conf_dir: 
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
+    from harness.core.config_dirs import project_overrides
+
     kept = [a for a in overrides if not a.startswith("-") and _override_key(a) != bad_key]
+    kept += project_overrides(kept)  # a user project's config directories
     gh = GlobalHydra.instance()
     if gh.is_initialized():
         gh.clear()
@@ -89,9 +92,17 @@ def where(full_key: str, overrides: Sequence[str], conf_dir: Path) -> str:
     group = full_key.split(".", 1)[0]
     if group not in GROUPS:
         return f"{group} (conf/config.yaml)"
+    from harness.core.config_dirs import config_file, shown_path
+
     option = chosen_option(group, overrides, full_key, conf_dir)
+    if option is None:  # the bad key is in the chosen file itself: the option as the command line names it
+        named = [a.split("=", 1)[1] for a in overrides if "=" in a and _override_key(a) == group]
+        option = named[-1] if named else None
     if option and (conf_dir / group / f"{option}.yaml").is_file():
         return f"{group} (conf/{group}/{option}.yaml)"
+    path = config_file(f"{group}/{option}") if option else None
+    if path is not None:  # an option file of the user's project
+        return f"{group} ({shown_path(path)})"
     return group
 
 

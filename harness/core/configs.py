@@ -200,6 +200,7 @@ class SuiteSelectConf:
     any_tags:     a case must carry at least one of these (empty: no condition)
     exclude_tags: a case carrying any of these is dropped
     exclude:      case names or glob patterns dropped
+    project:      true: only the cases of the user project's config directories
     """
 
     cases: List[str] = field(default_factory=list)
@@ -208,6 +209,7 @@ class SuiteSelectConf:
     any_tags: List[str] = field(default_factory=list)
     exclude_tags: List[str] = field(default_factory=list)
     exclude: List[str] = field(default_factory=list)
+    project: bool = False
 
 
 @dataclass

@@ -30,6 +30,19 @@ class HarnessInputError(Exception):
     """
 
 
+class RunFailed(RuntimeError):
+    """The model ran (or tried to) and failed: a failed run (status error, exit 1), reported in one
+    line (the first line of the message), without a traceback.
+
+    info: the records made before the failure (e.g. the prepare and model commands: argument
+    list, exit code, time, stdout/stderr tails); the runner keeps them in the manifest's ``info``.
+    """
+
+    def __init__(self, message: str, info: Optional[Dict[str, Any]] = None) -> None:
+        super().__init__(message)
+        self.info: Dict[str, Any] = dict(info or {})
+
+
 @dataclass
 class CaseResult:
     """What an adapter returns.

@@ -11,7 +11,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+from harness.core.shipped import SHIPPED_ROOT
+
+PROJECT_ROOT = SHIPPED_ROOT  # conf/ and examples/: the checkout, or harness/_shipped when installed
 KEY_PACKAGES = ("numpy", "scipy", "h5py", "pandas", "pandera", "hydra-core", "omegaconf",
                 "mlflow", "matplotlib", "scikit-sundae")
 MANIFEST_VERSION = "1.0"

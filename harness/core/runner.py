@@ -25,6 +25,7 @@ from harness.core.context import (
     CaseResult,
     HarnessInputError,
     RunContext,
+    RunFailed,
     _json_default,
 )
 from harness.core.inputs import resolve_input_paths
@@ -54,6 +55,7 @@ class Outcome:
     message: Optional[str] = None
     key_metrics: List[str] = field(default_factory=list)
     regression: Optional[Dict[str, Any]] = None  # harness.core.regression.judge: status, per-metric verdicts
+    no_gates: bool = False  # the case gates no metric: its PASS judged nothing
 
     @property
     def exit_code(self) -> int:
@@ -70,8 +72,10 @@ class Outcome:
     def line(self) -> str:
         """The one line the CLI prints for this case."""
         shown = [f"{k}={_fmt(self.metrics[k])}" for k in self.key_metrics if k in self.metrics]
-        parts = [self.case, self.verdict.upper() if self.status == STATUS_OK else self.status.upper(),
-                 *shown, f"run={self.mlflow_run_id or '-'}"]
+        shown_verdict = self.verdict.upper() if self.status == STATUS_OK else self.status.upper()
+        if self.no_gates and self.status == STATUS_OK:
+            shown_verdict += "(no gates)"
+        parts = [self.case, shown_verdict, *shown, f"run={self.mlflow_run_id or '-'}"]
         if self.regression and self.regression.get("status") == "regression":
             parts.append("REGRESSION(" + ",".join(self.regression.get("regressed", [])) + ")")
         if self.message and self.status != STATUS_TRACKING:  # that error went to stderr (logged once)
@@ -82,7 +86,18 @@ class Outcome:
         return {"case": self.case, "verdict": self.verdict, "metrics": self.metrics,
                 "gates": self.gates, "run_dir": str(self.run_dir), "mlflow_run_id": self.mlflow_run_id,
                 "status": self.status, "message": self.message, "exit_code": self.exit_code,
-                "regression": self.regression}
+                "regression": self.regression, "no_gates": self.no_gates}
+
+
+NO_GATES_NOTE = "case.gates is empty: nothing is judged (verdict pass by default)"
+_WARNED_NO_GATES: set = set()
+
+
+def warn_no_gates(case: str) -> None:
+    """Warn once per case and process that a case without gates judges nothing."""
+    if case not in _WARNED_NO_GATES:
+        _WARNED_NO_GATES.add(case)
+        log.warning("%s: %s", case, NO_GATES_NOTE)
 
 
 def _fmt(v: float) -> str:
@@ -193,6 +208,11 @@ def _run_case_config(cfg: DictConfig, ctx: RunContext, *, command: Sequence[str]
     except HarnessInputError as exc:
         status, message = STATUS_INVALID, str(exc)
         log.info("%s: invalid input: %s", case_name, exc)
+    except RunFailed as exc:  # the model failed: one line, its records kept next to the error
+        status, message = STATUS_ERROR, str(exc).splitlines()[0]
+        log.error("%s: %s", case_name, message)
+        result.info.update(exc.info)
+        result.info["error"] = str(exc)
     except Exception as exc:  # a crashed model is a failed run, recorded, not raised
         status, message = STATUS_ERROR, f"{type(exc).__name__}: {exc}".splitlines()[0]
         log.error("%s crashed:\n%s", case_name, traceback.format_exc())
@@ -202,6 +222,10 @@ def _run_case_config(cfg: DictConfig, ctx: RunContext, *, command: Sequence[str]
     outcome = Outcome(case=case_name, verdict=verdict, metrics=dict(result.metrics),
                       gates={k: g.verdict for k, g in gate_results.items()}, run_dir=run_dir,
                       status=status, message=message, key_metrics=key_metrics)
+    if status == STATUS_OK and not gate_results:
+        outcome.no_gates = True
+        result.info["no_gates"] = NO_GATES_NOTE
+        warn_no_gates(case_name)
     config_sha = config_hash(resolved) if resolved else ""
     if status == STATUS_OK:
         from harness.core.regression import judge_outcome
@@ -241,6 +265,8 @@ def _write_records(ctx: RunContext, outcome: Outcome, result: CaseResult, gate_r
     run_dir = ctx.run_dir
     metrics_doc = {"case": outcome.case, "verdict": outcome.verdict, "status": outcome.status,
                    "metrics": outcome.metrics, "gates": {k: g.as_dict() for k, g in gate_results.items()}}
+    if outcome.no_gates:
+        metrics_doc["no_gates"] = True
     atomic_write_text(run_dir / "metrics.json", json.dumps(metrics_doc, indent=2, default=_json_default))
     if result.series:
         atomic_write_text(run_dir / "series.json", json.dumps(result.series, default=_json_default))
@@ -278,6 +304,8 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
             "config_sha256": config_sha, "git_commit": git["commit"], "git_dirty": str(git["dirty"]),
             "family": family, "run_dir": str(outcome.run_dir)}
     tags.update({f"gate.{k}": v for k, v in outcome.gates.items()})
+    if outcome.no_gates:
+        tags["no_gates"] = "true"
     if outcome.message:
         tags["message"] = outcome.message[:5000]
     from harness.core.regression import regression_metrics, regression_tags

@@ -24,10 +24,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.core.atomic import atomic_write_bytes
 from harness.core.context import CaseResult, HarnessInputError, RunContext
-from harness.core.manifest import PROJECT_ROOT
+from harness.core.inputs import find_input
 from harness.generic import manufactured_case, readers
 from harness.generic.expressions import ExpressionError, check, evaluate
 from harness.generic.model import (
+    ModelFailed,
     call,
     declare_inputs,
     import_callable,
@@ -181,10 +182,18 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
         ns.define(f"{WHERE}.parameters.{name}", name, _parameter(value), None, "parameter")
     info: Dict[str, Any] = {}
     mms = manufactured_case.setup(conf, ctx, info)  # derived code and values exist before prepare
-    if conf.prepare is not None:
-        with ctx.stage("prepare"):
-            info["prepare"] = run_command(ctx, conf.prepare, "prepare", f"{WHERE}.prepare").as_dict()
-    returned = _run_model(conf.model, ctx, info)
+    step = "prepare"
+    try:
+        if conf.prepare is not None:
+            with ctx.stage("prepare"):
+                info["prepare"] = run_command(ctx, conf.prepare, "prepare", f"{WHERE}.prepare").as_dict()
+        step = "model"
+        returned = _run_model(conf.model, ctx, info)
+    except ModelFailed as exc:  # the records so far go to the manifest with the error
+        if exc.record is not None:
+            info[step] = exc.record.as_dict()
+        exc.info.update(info)
+        raise
     with ctx.stage("outputs"):
         _read_outputs(conf, ctx, ns, returned)
     manufactured_case.define(conf, ctx, ns, mms, info)
@@ -212,7 +221,7 @@ def _run_model(model: DictConfig, ctx: RunContext, info: Dict[str, Any]) -> Opti
             return None
         fn = import_callable(where, str(model._target_), list(model.pythonpath), ctx.run_dir)
         kwargs = instantiate_kwargs(where, model.kwargs, ctx.run_dir)
-        declare_inputs(ctx, where, list(model.inputs or []), PROJECT_ROOT)
+        declare_inputs(ctx, where, list(model.inputs or []))
         result = call(where, fn, kwargs)
     if not isinstance(result, Mapping):
         raise HarnessInputError(f"{where}._target_: {model._target_} returned {type(result).__name__}, "
@@ -309,8 +318,7 @@ def _references(conf: DictConfig, ctx: RunContext, ns: Namespace, cfg: DictConfi
         if kind == "expression":
             value = ns.eval(f"{where}.expression", spec.expression)
         elif kind == "file":
-            path = Path(substitute(str(spec.file), ctx.run_dir))
-            path = path if path.is_absolute() else PROJECT_ROOT / path
+            path = find_input(str(substitute(str(spec.file), ctx.run_dir)), f"{where}.file")
             value = readers.read_file(where, spec.reader, path, spec.key, delimiter=spec.delimiter)
             ctx.add_input(path)
         else:

@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.core.atomic import atomic_write_text
 from harness.core.context import HarnessInputError, RunContext
-from harness.core.manifest import PROJECT_ROOT
+from harness.core.inputs import find_input
 from harness.generic import mesh as meshes
 from harness.generic.manufactured import LANGUAGES, Manufactured, ManufacturedError
 from harness.generic.model import substitute
@@ -140,8 +140,7 @@ def _point_columns(where: str, path: Path, mms: Manufactured) -> Dict[str, np.nd
 
 def _values(where: str, out_name: str, vspec: DictConfig, mms: Manufactured, ctx: RunContext,
             record: Dict[str, Any]) -> None:
-    src = Path(substitute(str(vspec.points), ctx.run_dir))
-    src = src if src.is_absolute() else PROJECT_ROOT / src
+    src = find_input(str(substitute(str(vspec.points), ctx.run_dir)), f"{where}.points")
     names = _names_to_emit(f"{where}.names", list(vspec.names), mms, list(mms.sources))
     cols = _point_columns(f"{where}.points", src, mms)
     ctx.add_input(src)

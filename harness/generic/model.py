@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from harness.core.atomic import atomic_path
-from harness.core.context import HarnessInputError, RunContext
+from harness.core.context import HarnessInputError, RunContext, RunFailed
+from harness.core.inputs import find_input, project_root
 from harness.core.manifest import PROJECT_ROOT
 from harness.generic.schema import PROJECT_DIR, RUN_DIR
 
@@ -31,8 +32,16 @@ log = logging.getLogger(__name__)
 TAIL_LINES = 20
 
 
-class ModelFailed(RuntimeError):
-    """The model ran but failed (not found, exit code, timeout): a failed run, exit 1."""
+class ModelFailed(RunFailed):
+    """The model ran but failed (not found, exit code, timeout): a failed run, exit 1.
+
+    The first line of the message names the program, what happened and the last stderr line;
+    the tails of stdout and stderr follow on the next lines; ``record`` is the command's
+    :class:`CommandRecord` (None when it never started)."""
+
+    def __init__(self, message: str, record: "Optional[CommandRecord]" = None) -> None:
+        super().__init__(message)
+        self.record = record
 
 
 @dataclass
@@ -71,13 +80,17 @@ def _tail(path: Path, n: int = TAIL_LINES) -> List[str]:
         return []
 
 
-def declare_inputs(ctx: RunContext, where: str, files: Sequence[str], base: Path) -> None:
-    """Hash the declared input files into the manifest; a missing one is invalid input."""
+def declare_inputs(ctx: RunContext, where: str, files: Sequence[str], cwd: Optional[Path] = None) -> None:
+    """Hash the declared input files into the manifest; a missing one is invalid input.
+
+    A relative file is looked up as :mod:`harness.core.inputs` says (the user's project root,
+    the launch directory, the shipped files), then in the command's working directory ``cwd``;
+    the error lists the places tried."""
+    extra = [("working directory of the command", Path(cwd))] if cwd is not None else []
     for i, f in enumerate(files):
-        p = Path(substitute(str(f), ctx.run_dir))
-        p = p if p.is_absolute() else base / p
+        p = find_input(str(substitute(str(f), ctx.run_dir)), f"{where}.inputs[{i}]", extra=extra)
         if not p.is_file():
-            raise HarnessInputError(f"{where}.inputs[{i}]: {p}: file not found")
+            raise HarnessInputError(f"{where}.inputs[{i}]: {p}: not a file")
         ctx.add_input(p)
 
 
@@ -102,7 +115,7 @@ def run_command(ctx: RunContext, spec: Any, name: str, where: str) -> CommandRec
         found = exe if (Path(exe) if Path(exe).is_absolute() else cwd / exe).is_file() else None
     if found is None:
         raise ModelFailed(f"{where}.command: executable {exe!r} not found "
-                          f"({'on PATH' if os.sep not in exe else f'relative to {cwd}'})")
+                          f"({'on PATH' if os.sep not in exe else f'relative to {cwd}'})", record)
     timeout = float(spec.timeout_s)
     start = time.perf_counter()
     with atomic_path(run_dir / record.stdout) as out_tmp, atomic_path(run_dir / record.stderr) as err_tmp:
@@ -111,7 +124,7 @@ def run_command(ctx: RunContext, spec: Any, name: str, where: str) -> CommandRec
                 proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=err, shell=False, start_new_session=True)
             except OSError as exc:
-                raise ModelFailed(f"{where}.command: cannot start {exe!r}: {exc}") from None
+                raise ModelFailed(f"{where}.command: cannot start {exe!r}: {exc}", record) from None
             try:
                 record.returncode = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -129,7 +142,10 @@ def run_command(ctx: RunContext, spec: Any, name: str, where: str) -> CommandRec
                else f"exited with {record.returncode} (expected {expected})")
         tails = "\n".join([f"--- {record.stderr} (last {TAIL_LINES} lines) ---", *record.stderr_tail,
                            f"--- {record.stdout} (last {TAIL_LINES} lines) ---", *record.stdout_tail])
-        raise ModelFailed(f"{where}.command: {exe} {why}; see {record.stderr} in the run directory\n{tails}")
+        last = next((ln.strip() for ln in reversed(record.stderr_tail) if ln.strip()), None)
+        said = f"; last stderr line: {last[:300]!r}" if last else "; stderr empty"
+        raise ModelFailed(f"{where}.command: {exe} {why}{said}; see {record.stderr} in the run directory\n{tails}",
+                          record)
     log.info("%s: %s finished in %.3f s", where, exe, record.seconds)
     return record
 
@@ -143,8 +159,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def import_callable(where: str, target: str, pythonpath: Sequence[str], run_dir: Path) -> Callable[..., Any]:
     """Import ``package.module.function`` or ``package.module:function``."""
-    for entry in pythonpath:
-        d = str(Path(substitute(str(entry), run_dir)).resolve())
+    for entry in pythonpath:  # a relative entry: against the user's project root (else the launch directory)
+        d = str((project_root() / substitute(str(entry), run_dir)).resolve())
         if d not in sys.path:
             sys.path.insert(0, d)
     module_name, sep, attr = target.partition(":")

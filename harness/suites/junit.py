@@ -74,6 +74,8 @@ def testcase(row: Mapping[str, Any]) -> ET.Element:
     prop("status", row["status"])
     prop("regression", regression_status(row))
     prop("mlflow_run_id", row.get("mlflow_run_id") or "")
+    if row.get("no_gates"):  # passed with nothing judged (case.gates is empty)
+        prop("no_gates", "true")
     prop("run_dir", row.get("run_dir") or "")
     for k in row.get("key_metrics") or []:
         if k in (row.get("metrics") or {}):

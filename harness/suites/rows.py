@@ -50,7 +50,7 @@ def row_verdict(row: Dict[str, Any]) -> str:
     """The word the table shows: PASS / WARN / FAIL / ERROR / INVALID / SKIPPED / UNSENT."""
     s = row["status"]
     if s == "ok":
-        return row["verdict"].upper()
+        return row["verdict"].upper() + ("(no gates)" if row.get("no_gates") else "")
     return {"tracking_error": "UNSENT", "error": "ERROR", "invalid": "INVALID", STATUS_SKIPPED: "SKIPPED"}.get(s, s.upper())
 
 

@@ -55,7 +55,11 @@ _LAST = {"exit_code": 0, "summary": None}
 
 # ----------------------------------------------------------------------------- selection
 def _where(suite: DictConfig) -> str:
-    return f"conf/suite/{OmegaConf.select(suite, 'name', default='?')}.yaml"
+    from harness.core.compose import config_file, shown_path
+
+    name = OmegaConf.select(suite, 'name', default='?')
+    path = config_file(f"suite/{name}")
+    return shown_path(path) if path is not None else f"conf/suite/{name}.yaml"
 
 
 def select(suite: DictConfig, cases: Optional[Sequence[CaseInfo]] = None) -> List[CaseInfo]:
@@ -84,8 +88,13 @@ def select(suite: DictConfig, cases: Optional[Sequence[CaseInfo]] = None) -> Lis
             if not any(matches(n, [p]) for n in names):
                 raise HarnessInputError(f"{where}: suite.select.{key}: {p!r} matches no case "
                                         f"(see `python -m harness --list suite=all`)")
+    if sel.get("project") and not any(c.project for c in cases):
+        raise HarnessInputError(f"{where}: suite.select.project: no user project found (a [tool.harness] "
+                                "table in pyproject.toml, a harness.yaml, --cases DIR or $HARNESS_CASES)")
     out = []
     for c in cases:
+        if sel.get("project") and not c.project:
+            continue
         if sel.cases and not matches(c.name, sel.cases):
             continue
         if sel.families and c.family not in sel.families:
@@ -406,7 +415,7 @@ def collect(sweep_dir: Path) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
                "key_metrics": job.get("key_metrics") or [], "wall_s": job.get("wall_s"),
                "started_utc": job.get("started_utc"), "ended_utc": job.get("ended_utc"),
                "mlflow_run_id": out.get("mlflow_run_id"), "message": out.get("message"),
-               "regression": out.get("regression"), "run_dir": str(job_dir)}
+               "regression": out.get("regression"), "run_dir": str(job_dir), "no_gates": bool(out.get("no_gates"))}
         seen.add(case)
         rows.append(row)
     for case in state.get("cases", []):

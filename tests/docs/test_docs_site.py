@@ -14,7 +14,7 @@ def _text(path) -> str:
 
 
 def test_every_page_is_built(docs_html):
-    for page in ["index", "guide", "_generated/catalogue", "api/index",
+    for page in ["index", "getting-started", "guide", "_generated/catalogue", "api/index",
                  *(f"families/{f}" for f in ("load_transfer", "load_transfer_contracts", "load_transfer_kratos",
                                              "dem", "vessel", "beam", "integrators")),
                  *(f"api/{f}" for f in ("load_transfer", "dem", "vessel", "beam", "integrators"))]:
@@ -22,6 +22,8 @@ def test_every_page_is_built(docs_html):
     guide = _text(docs_html / "guide.html")
     assert "Quick start" in guide and "Config groups" in guide  # the README, included
     assert "Hertz-Mindlin damping" in _text(docs_html / "families" / "dem.html")
+    start = _text(docs_html / "getting-started.html")  # the README's "Use it in your solver's repository"
+    assert "Use it in your solver" in start and "harness init" in start and "Finding the project" in start
 
 
 def test_api_reference_lists_every_exported_name_with_its_signature(docs_html):

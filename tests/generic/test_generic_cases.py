@@ -140,10 +140,14 @@ def _check_failed(out, status, pattern):
 def test_missing_outputs_and_failing_commands(harness_env, caplog, overrides, status, pattern):
     out = run("generic_test/formats", PY, *overrides)
     m = _check_failed(out, status, pattern)
-    if "exited with 3" in pattern:  # the tails of stdout and stderr reach the log and the manifest
-        assert "writer: a line on stderr" in caplog.text and "writer: label=" in caplog.text
-        assert "writer: a line on stderr" in m["info"]["traceback"]
-        assert "writer: label=" in m["info"]["traceback"]
+    assert "traceback" not in m["info"]  # a failing model is no crash of the harness
+    if "exited with 3" in pattern:  # one line with the last stderr line; the tails and records in the manifest
+        assert "last stderr line: 'writer: a line on stderr'" in out.message
+        assert "writer: a line on stderr" in caplog.text
+        assert m["info"]["model"]["returncode"] == 3 and m["info"]["model"]["argv"][0] == sys.executable
+        assert m["info"]["model"]["stderr_tail"] == ["writer: a line on stderr"]
+        assert any("writer: label=" in ln for ln in m["info"]["model"]["stdout_tail"])
+        assert "writer: label=" in m["info"]["error"]
         assert (Path(out.run_dir) / "model.stderr.txt").read_text() == "writer: a line on stderr\n"
 
 

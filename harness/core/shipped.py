@@ -1,0 +1,23 @@
+"""Where the files shipped with the harness live: the checkout, or inside the installed package.
+
+In a checkout (or an editable install) ``conf/`` and ``examples/`` sit at the top of the
+repository. The wheel carries them as ``harness/_shipped/conf`` and ``harness/_shipped/examples``
+(copied there by setup.py at build time); ``models/`` and ``schemas/`` are packages next to
+``harness/`` in both layouts.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+HARNESS_PACKAGE = Path(__file__).resolve().parents[1]
+PACKAGES_ROOT = HARNESS_PACKAGE.parent  # holds harness/, models/, schemas/ (checkout or site-packages)
+
+
+def shipped_root() -> Path:
+    """The directory holding ``conf/`` and ``examples/``: the checkout, else ``harness/_shipped``."""
+    if (PACKAGES_ROOT / "conf" / "config.yaml").is_file():
+        return PACKAGES_ROOT
+    return HARNESS_PACKAGE / "_shipped"
+
+
+SHIPPED_ROOT = shipped_root()
