@@ -21,3 +21,14 @@ def shipped_root() -> Path:
 
 
 SHIPPED_ROOT = shipped_root()
+
+
+def cache_root() -> Path:
+    """Where the harness keeps caches shared by runs (e.g. compiled third-party sources):
+    ``outputs/cache`` of the checkout, or the user's cache folder when installed
+    ($XDG_CACHE_HOME or ~/.cache, then ``mechanics-harness``), never site-packages."""
+    import os
+
+    if SHIPPED_ROOT == PACKAGES_ROOT:
+        return PACKAGES_ROOT / "outputs" / "cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mechanics-harness"

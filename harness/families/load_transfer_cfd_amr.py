@@ -15,14 +15,15 @@ from typing import Any, Dict, Tuple
 
 import numpy as np
 
-from harness.core.compose import PROJECT_ROOT
+from harness.core.shipped import cache_root
 from harness.core.context import HarnessInputError, RunContext
 
 log = logging.getLogger(__name__)
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("HARNESS_CLAWPACK_CACHE") or PROJECT_ROOT / "outputs" / "cache" / "clawpack").resolve()
+    """The Clawpack sources and compiled applications: $HARNESS_CLAWPACK_CACHE, else the harness cache."""
+    return Path(os.environ.get("HARNESS_CLAWPACK_CACHE") or cache_root() / "clawpack").resolve()
 
 
 def _amr_config(p, full: bool):
