@@ -9,8 +9,9 @@ the probe has headers the library can read, so the validator reads them in proce
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
+import select
+import signal
 from pathlib import Path
 
 PROBE_TIMEOUT_S = 10.0  # s, default upper bound of one probe (HARNESS_HDF5_PROBE_TIMEOUT_S overrides)
@@ -46,42 +47,61 @@ def _walk(path: str) -> None:
         f.visititems(lambda _name, obj: touch(obj))
 
 
-def _child(path: str, conn) -> None:  # pragma: no cover - runs in the forked child
+def _child(path: str, fd: int) -> None:  # pragma: no cover - runs in the forked child
+    code = 0
     try:
         _walk(path)
-        conn.send("")
+        msg = ""
     except BaseException as exc:  # noqa: BLE001 - any failure of the library is the answer
-        conn.send(f"{exc.__class__.__name__}: {exc}".splitlines()[0] if str(exc) else exc.__class__.__name__)
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        msg = f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
+    try:
+        os.write(fd, ("done:" + msg).encode("utf-8", "replace")[:4000])
+    except BaseException:  # noqa: BLE001
+        code = 1
     finally:
-        conn.close()
-        os._exit(0)
+        os._exit(code)
 
 
 def probe_structure(path: Path | str, timeout_s: float | None = None) -> None:
-    """Read every header and attribute of ``path`` in a child process within ``timeout_s`` s.
+    """Read every header and attribute of ``path`` in a forked child within ``timeout_s`` s.
 
-    Raises ProbeFailed with a one-line reason if the library raises or does not finish in time.
+    Raises ProbeFailed with a one-line reason if the library raises, dies or does not finish in time.
+    (A plain ``os.fork``, not multiprocessing: it also works inside daemonic pool workers.)
     """
     timeout_s = probe_timeout() if timeout_s is None else timeout_s
-    ctx = multiprocessing.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(str(path), send), daemon=True)
-    proc.start()
-    send.close()
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(rfd)
+        _child(str(path), wfd)
+    os.close(wfd)
+    answer = None
     try:
-        if not recv.poll(timeout_s):
-            proc.kill()
-            raise ProbeFailed(f"HDF5 did not finish reading the file's headers within {timeout_s:g} s "
-                              "(damaged internals)")
-        try:
-            answer = recv.recv()
-        except EOFError:
-            answer = f"the HDF5 reader died (exit code {proc.exitcode})"
+        ready, _, _ = select.select([rfd], [], [], timeout_s)
+        if ready:
+            chunks = []
+            while True:
+                b = os.read(rfd, 4096)
+                if not b:
+                    break
+                chunks.append(b)
+            answer = b"".join(chunks).decode("utf-8", "replace")
     finally:
-        recv.close()
-        proc.join(5.0)
-        if proc.is_alive():  # pragma: no cover - only if the child ignores the pipe
-            proc.kill()
-            proc.join()
-    if answer:
-        raise ProbeFailed(answer)
+        os.close(rfd)
+        if answer is None:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    if answer is None:
+        raise ProbeFailed(f"HDF5 did not finish reading the file's headers within {timeout_s:g} s "
+                          "(damaged internals)")
+    if not answer.startswith("done:"):
+        raise ProbeFailed(f"the HDF5 reader died ({_status(status)})")
+    if answer[5:]:
+        raise ProbeFailed(answer[5:])
+
+
+def _status(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"signal {os.WTERMSIG(status)}"
+    return f"exit code {os.WEXITSTATUS(status) if os.WIFEXITED(status) else status}"
