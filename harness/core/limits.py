@@ -27,6 +27,7 @@ SIZE_LIMITS: Dict[str, Tuple[int, str]] = {
 CHOICES: Dict[str, Tuple[Any, ...]] = {
     "source.mode": ("production", "debug", None),
 }
+MAX_EXPORT_STEPS = 10_000_000  # cavitation-kratos-export --steps (one float64 per step and condition)
 MAX_ARGUMENT_CHARS = 4096  # one command-line argument
 MAX_NAME_CHARS = 200  # a config option name (case=..., a group choice): it is a file name
 

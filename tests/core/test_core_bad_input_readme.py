@@ -47,7 +47,7 @@ def test_commands_run_as_written_with_the_output_shown(tmp_path):
 
 
 def test_limits_table_matches_the_code():
-    from harness.core.limits import MAX_ARGUMENT_CHARS, MAX_NAME_CHARS, SIZE_LIMITS
+    from harness.core.limits import MAX_ARGUMENT_CHARS, MAX_EXPORT_STEPS, MAX_NAME_CHARS, SIZE_LIMITS
     from harness.generic import expression_limits, expressions
     from models.load_transfer.contracts import probe, validator
 
@@ -56,6 +56,7 @@ def test_limits_table_matches_the_code():
         env = "HARNESS_LIMIT_" + key.replace(".", "_").upper()
         row = next(ln for ln in text.splitlines() if ln.startswith(f"| `{key}`"))
         assert f"| {limit:,}".replace(",", " ") in row and f"`{env}`" in row, row
+    assert f"| `cavitation-kratos-export --steps` | {MAX_EXPORT_STEPS:,} |".replace(",", " ") in text
     assert f"| {MAX_ARGUMENT_CHARS} characters |" in text and f"| {MAX_NAME_CHARS} characters |" in text
     assert f"{expressions.MAX_LENGTH} characters, syntax tree {expression_limits.MAX_DEPTH} levels deep" in text
     assert expression_limits.DEFAULT_MAX_ELEMENTS == 10**8 and "| 10^8 elements |" in text

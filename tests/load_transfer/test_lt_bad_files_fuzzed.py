@@ -230,3 +230,38 @@ def test_kratos_degenerate_or_malformed_face_table_is_a_violation(kratos, tmp_pa
     code, lines = _validate(capsys, bad)
     assert code == 1 and lines and all(line.startswith(f"{bad}: ") for line in lines)
     assert any(line.startswith(f"{bad}: faces/") or line.startswith(f"{bad}: dimension Kv") for line in lines)
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--dt", "1e-6", "--steps", "1000000000"],
+     "cavitation-kratos-export: --steps: 1000000000 is above the limit 10000000 (target steps of the export)"),
+    (["--dt", "nan", "--steps", "3"], "cavitation-kratos-export: --dt/--steps: must be > 0 and >= 1, got nan, 3"),
+])
+def test_export_arguments_out_of_range_are_one_line(seed, tmp_path, capsys, args, expected):
+    from harness.tools.export import main as export_main
+    from models.load_transfer.contracts.table import polar_quadrature_table
+
+    table = tmp_path / "table.csv"
+    polar_quadrature_table(radius=0.01, n_radial=4, n_theta=8).to_csv(table, index=False)
+    code = export_main([str(seed), str(table), "--r-map", "0.01", "--out", str(tmp_path / "out"), *args])
+    cap = capsys.readouterr()
+    assert code == 2 and cap.err.strip().splitlines() == [expected]
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())  # nothing written
+
+
+def test_export_of_a_file_hdf5_cannot_read_is_one_line(seed, tmp_path, capsys, monkeypatch):
+    from harness.tools.export import main as export_main
+    from models.load_transfer.contracts.table import polar_quadrature_table
+
+    monkeypatch.setenv("HARNESS_HDF5_PROBE_TIMEOUT_S", "2")
+    bad = _copy(seed, tmp_path)
+    b = bytearray(bad.read_bytes())
+    b[2184:2328] = bytes(144)
+    bad.write_bytes(bytes(b))
+    table = tmp_path / "table.csv"
+    polar_quadrature_table(radius=0.01, n_radial=4, n_theta=8).to_csv(table, index=False)
+    code = export_main([str(bad), str(table), "--dt", "1e-6", "--steps", "3", "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"cavitation-kratos-export: {bad}: not a readable HDF5 file (HDF5 did not finish reading the file's "
+        "headers within 2 s (damaged internals))"]
