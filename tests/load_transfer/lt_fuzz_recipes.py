@@ -153,5 +153,10 @@ def check_rule(path: Path, schema: str) -> int:
 
 
 def load_corpus() -> List[Dict[str, Any]]:
-    """The kept inputs: [{"schema": ..., "recipe": {...}, "found": "what main did"}]."""
+    """The kept inputs: [{"id", "schema", "recipe", "exit_code", "found": what main did}]."""
     return json.loads(CORPUS.read_text())["inputs"]
+
+
+def seed_digests() -> Dict[str, str]:
+    """SHA-256 of the seed files the corpus's byte offsets refer to (schema -> digest)."""
+    return json.loads(CORPUS.read_text())["seed_sha256"]
