@@ -40,7 +40,7 @@ N_FILES = 300 if FULL else 40
 N_OVERRIDES = 60 if FULL else 6
 N_EXPR = 1000 if FULL else 100
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-                derandomize=True)
+                derandomize=True, database=None)
 
 WALL_DATASETS = ["time", "coordinates/radial_edges", "fields/pressure_gauge", "fields/shear_radial",
                  "derived/impulse_pressure", "derived/force_normal", "provenance/configuration", "fields/extra"]
