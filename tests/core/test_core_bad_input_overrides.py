@@ -105,3 +105,19 @@ def test_outputs_pointing_at_a_file_is_one_line_no_traceback(files):
         f"harness: error: paths.outputs: '{target}' lies in or at the file '{target}'; it must be a directory "
         "(existing or to be created)"]
     assert target.read_text() == "x"  # nothing written over it
+
+
+def test_contract_violation_through_a_case_names_the_file_and_the_rule(harness_env, capsys, tmp_path):
+    """schema_name stored as an array: before, a TypeError that named neither the file nor the rule."""
+    import h5py
+    import numpy as np
+
+    subprocess.run([sys.executable, "-m", "models.load_transfer.extraction", "D", "--case-id", "seed", "--n-rings",
+                    "8", "--n-outputs", "9"], cwd=tmp_path, check=True, capture_output=True)
+    path = tmp_path / "D" / "seed.wall-loads.v1.h5"
+    with h5py.File(path, "r+") as f:
+        f.attrs["schema_name"] = np.array(["wall-loads", "wall-loads"], dtype=h5py.string_dtype())
+    code, lines = _run(capsys, [*CASE, "source=wall_loads_file", f"source.path={path}"])
+    assert code == 2
+    assert lines == [f"load_transfer/uniform_pressure  INVALID  run=-  (source: {path}: invalid wall-loads file: "
+                     "@schema_name: type: found array of shape (2,); expected string)"]
