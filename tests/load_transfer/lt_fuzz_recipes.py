@@ -58,7 +58,17 @@ def make_kratos_seed(directory: Path) -> Path:
     return res.path
 
 
+def _text(v: str) -> Any:
+    """A string attribute; one with NUL characters as fixed-length bytes (HDF5 variable-length strings
+    cannot hold NUL)."""
+    return np.bytes_(v.encode("utf-8")) if "\x00" in v else v
+
+
 def _value(v: Any, as_array: bool) -> Any:
+    if isinstance(v, str) and "\x00" in v:
+        v = v.replace("\x00", "\\0") if as_array else v
+        if not as_array:
+            return _text(v)
     if as_array:
         if isinstance(v, str):
             return np.array([v, v], dtype=h5py.string_dtype())
@@ -85,7 +95,7 @@ def apply_recipe(seed: Path, out: Path, recipe: Dict[str, Any]) -> Path:
             obj = f if recipe["obj"] == "/" else f[recipe["obj"]]
             obj.attrs[recipe["name"]] = _value(recipe["value"], bool(recipe.get("as_array")))
         elif op == "metadata":
-            f.attrs["metadata_json"] = recipe["text"]
+            f.attrs["metadata_json"] = _text(recipe["text"])
         elif op == "delete":
             name = recipe["name"]
             if name.startswith("@"):
