@@ -6,8 +6,13 @@ hypothesis can be kept as one line of the regression corpus (tests/data/bad_inpu
 - ``{"op": "flip", "pos": P, "bit": B}``: flip bit B of byte P (P taken modulo the file size);
 - ``{"op": "zero", "pos": P, "n": N}``: zero N bytes from P;
 - ``{"op": "attr", "obj": "/" or a dataset, "name": A, "value": V, "as_array": bool}``: set an attribute;
-- ``{"op": "dataset", "name": D, "shape": [...], "dtype": T, "write": bool}``: replace (or add) a
-  dataset with another shape/dtype, written with zeros or only declared;
+- ``{"op": "dataset", "name": D, "shape": [...], "dtype": T, "write": bool, "filters": bool}``: replace
+  (or add) a dataset with another shape/dtype, written with zeros or only declared, with the old
+  dataset's filters (checksum, compression) when ``filters`` is true;
+- ``{"op": "many", "ops": [recipe, ...]}``: several recipes in turn;
+- ``{"op": "edit", "name": D, "how": "zeros" | "add" | "nan" | "negate", "value": X}``: rewrite the values
+  of D in place (shape, dtype and filters kept, so the checksums stay valid): all zeros, X added,
+  the first element NaN, every value negated;
 - ``{"op": "metadata", "text": S}``: replace metadata_json by S;
 - ``{"op": "delete", "name": D}``: delete a dataset or an attribute (``@name``).
 
@@ -78,8 +83,15 @@ def _value(v: Any, as_array: bool) -> Any:
 
 def apply_recipe(seed: Path, out: Path, recipe: Dict[str, Any]) -> Path:
     """Copy ``seed`` to ``out`` and apply ``recipe`` (see the module docstring)."""
-    data = bytearray(seed.read_bytes())
     op = recipe["op"]
+    if op == "many":
+        out.write_bytes(seed.read_bytes())
+        tmp = out.with_name(out.name + ".step")
+        for step in recipe["ops"]:
+            apply_recipe(out, tmp, step)
+            tmp.replace(out)
+        return out
+    data = bytearray(seed.read_bytes())
     if op in ("flip", "zero"):
         pos = int(recipe["pos"]) % len(data)
         if op == "flip":
@@ -94,6 +106,20 @@ def apply_recipe(seed: Path, out: Path, recipe: Dict[str, Any]) -> Path:
         if op == "attr":
             obj = f if recipe["obj"] == "/" else f[recipe["obj"]]
             obj.attrs[recipe["name"]] = _value(recipe["value"], bool(recipe.get("as_array")))
+        elif op == "edit":
+            ds = f[recipe["name"]]
+            if h5py.check_string_dtype(ds.dtype) is None and ds.size:
+                a = ds[()]
+                how = recipe["how"]
+                if how == "zeros":
+                    a = np.zeros_like(a)
+                elif how == "add":
+                    a = a + np.asarray(recipe.get("value", 1)).astype(a.dtype)
+                elif how == "nan" and a.dtype.kind == "f":
+                    a.flat[0] = np.nan
+                elif how == "negate":
+                    a = -a
+                ds[...] = a
         elif op == "metadata":
             f.attrs["metadata_json"] = _text(recipe["text"])
         elif op == "delete":
@@ -106,12 +132,21 @@ def apply_recipe(seed: Path, out: Path, recipe: Dict[str, Any]) -> Path:
         elif op == "dataset":
             name = recipe["name"]
             attrs = dict(f[name].attrs) if name in f else {}
+            kw: Dict[str, Any] = {}
+            if name in f and recipe.get("filters") and isinstance(f[name], h5py.Dataset):
+                old = f[name]
+                kw = dict(compression=old.compression, shuffle=old.shuffle, fletcher32=old.fletcher32)
             if name in f:
                 del f[name]
             shape = tuple(int(s) for s in recipe["shape"])
             dtype = np.dtype(recipe["dtype"])
             chunks = tuple(max(1, min(s, 1024)) for s in shape) if shape and all(shape) else None
-            ds = f.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks)
+            if chunks is None and shape:
+                chunks = tuple(max(1, s) for s in shape)  # an empty dataset: filters need chunks
+            if not shape:
+                kw, chunks = {}, None
+            ds = f.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, maxshape=None if all(shape) else
+                                  tuple(None for _ in shape), **kw)
             if recipe.get("write") and 0 < int(np.prod(shape, dtype=np.float64)) <= 10**5:
                 ds[...] = np.zeros(shape, dtype)
             ds.attrs.update(attrs)
