@@ -107,8 +107,8 @@ def apply_recipe(seed: Path, out: Path, recipe: Dict[str, Any]) -> Path:
             obj = f if recipe["obj"] == "/" else f[recipe["obj"]]
             obj.attrs[recipe["name"]] = _value(recipe["value"], bool(recipe.get("as_array")))
         elif op == "edit":
-            ds = f[recipe["name"]]
-            if h5py.check_string_dtype(ds.dtype) is None and ds.size:
+            ds = f.get(recipe["name"])  # a dataset the file does not have: nothing to edit
+            if isinstance(ds, h5py.Dataset) and h5py.check_string_dtype(ds.dtype) is None and ds.size:
                 a = ds[()]
                 how = recipe["how"]
                 if how == "zeros":
