@@ -241,6 +241,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     runs_cases = not (args and args[0] in ("baseline", "compare")) and "--list" not in args
     records.forget_too_new()  # a new command (tests call main() more than once per process)
     try:
+        from harness.core.limits import check_arguments
+
+        check_arguments(args)  # a stray '=5', a 5000-character name, outputs inside a file: one line
         if args and args[0] in ("baseline", "compare"):
             if args[0] == "baseline":
                 from harness.suites import baseline as command

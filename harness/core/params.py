@@ -36,13 +36,14 @@ def check_rules(params: Any, rules: Sequence[Tuple[str, bool, str]]) -> None:
 
 def build(node: Optional[DictConfig], what: str, **kwargs: Any) -> Any:
     """``hydra.utils.instantiate(node, **kwargs)``; a ValueError/TypeError of the target
-    (a bad value, an unknown keyword) becomes HarnessInputError naming the group ``what``."""
+    (a bad value, an unknown keyword) or OSError (an input file that is a directory, not HDF5, ...)
+    becomes HarnessInputError naming the group ``what``."""
     if node is None:
         raise HarnessInputError(f"{what}: missing (select an option of the {what} group)")
     try:
         return instantiate(node, **kwargs)
     except Exception as exc:
         cause = exc.__cause__ or exc
-        if isinstance(cause, (ValueError, TypeError)):
+        if isinstance(cause, (ValueError, TypeError, OSError)):  # OSError: an input file that cannot be read
             raise HarnessInputError(f"{what}: {str(cause).splitlines()[0]}") from exc
         raise

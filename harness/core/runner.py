@@ -29,6 +29,7 @@ from harness.core.context import (
     _json_default,
 )
 from harness.core.inputs import resolve_input_paths
+from harness.core.limits import check_limits
 from harness.core.manifest import build_manifest, canonical_json, git_state, sha256_text
 from harness.metrics import gates as G
 from harness.tracking import records as tracking
@@ -194,6 +195,7 @@ def _run_case_config(cfg: DictConfig, ctx: RunContext, *, command: Sequence[str]
             ctx.outputs.append((run_dir / "config.yaml").resolve())
             adapter = load_adapter(cfg.case.adapter)
             resolve_input_paths(cfg)  # relative input files: launch directory, then shipped files
+            check_limits(cfg)  # absurd sizes and enum-like options outside their choices
         with ctx.stage("run"):
             result = adapter(cfg, ctx)
         if not isinstance(result, CaseResult):

@@ -231,7 +231,7 @@ def _handed_over_loads(ctx: RunContext, p: KratosParams, body, spec):
     try:
         d = read_kratos_loads(path)
         loads = read_meridian_loads(path)
-    except (LoadsFileError, ValueError) as exc:
+    except (LoadsFileError, ValueError, OSError) as exc:  # OSError: a file HDF5 cannot read (UnreadableFileError)
         raise HarnessInputError(f"case.params.loads_file: {exc}") from exc
     meta, attrs = d["metadata"], d["attrs"]
     if spec.solver == "dynamic" and p.levels > 1:  # the finer levels export ``source``: it must be the file's

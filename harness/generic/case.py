@@ -402,10 +402,19 @@ def _metrics(conf: DictConfig, ns: Namespace):
     return metrics, units
 
 
+def _float_array(where: str, text: Any, value: Any) -> np.ndarray:
+    """``value`` as a float64 array; a ragged or non-numeric list is invalid input naming ``where``."""
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise HarnessInputError(f"{where}: {text!r} is not a numeric array (a ragged or non-numeric list: "
+                                f"{str(exc).splitlines()[0]})") from None
+
+
 def _series(conf: DictConfig, ns: Namespace) -> Dict[str, List[float]]:
     out: Dict[str, List[float]] = {}
     for i, text in enumerate(conf.series):
-        value = np.asarray(ns.eval(f"{WHERE}.series[{i}]", text), dtype=np.float64)
+        value = _float_array(f"{WHERE}.series[{i}]", text, ns.eval(f"{WHERE}.series[{i}]", text))
         if value.ndim != 1:
             raise HarnessInputError(f"{WHERE}.series[{i}]: {text!r} must be a 1-D array, got shape {value.shape}")
         out[str(text)] = value.tolist()
@@ -431,10 +440,14 @@ def _plots(conf: DictConfig, ctx: RunContext, ns: Namespace) -> None:
 
     for file_name, spec in conf.plots.items():
         where = f"{WHERE}.plots.{file_name}"
-        x = np.asarray(ns.eval(f"{where}.x", spec.x), dtype=np.float64)
+        x = _float_array(f"{where}.x", spec.x, ns.eval(f"{where}.x", spec.x))
         fig, ax = plt.subplots(figsize=(6, 3.5))
         for i, text in enumerate(spec.y):
-            y = np.asarray(ns.eval(f"{where}.y[{i}]", text), dtype=np.float64)
+            try:
+                y = _float_array(f"{where}.y[{i}]", text, ns.eval(f"{where}.y[{i}]", text))
+            except HarnessInputError:
+                plt.close(fig)
+                raise
             if y.shape != x.shape:
                 plt.close(fig)
                 raise HarnessInputError(f"{where}.y[{i}]: shape {y.shape} differs from x {x.shape}")

@@ -20,11 +20,17 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional
 import numpy as np
 import scipy.special
 
+from harness.generic import expression_limits as limits
+
 MAX_LENGTH = 2000  # characters of one expression
 
 
 class ExpressionError(ValueError):
     """An expression that is not valid in the expression language (the message says the rule)."""
+
+
+class _LimitError(ExpressionError):
+    """A resource bound broken during evaluation (re-raised by evaluate with the expression)."""
 
 
 FUNCTIONS: Dict[str, Callable[..., Any]] = {
@@ -88,9 +94,21 @@ def _parse(text: Any) -> Optional[ast.Expression]:
     if len(text) > MAX_LENGTH:
         raise ExpressionError(f"longer than {MAX_LENGTH} characters")
     try:
-        return ast.parse(text.strip(), mode="eval")
+        tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"syntax error in {text!r}: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ExpressionError(f"{_short(text)}: nested too deeply for the parser; at most "
+                              f"{limits.MAX_DEPTH} levels") from None
+    problem = limits.depth_problem(tree)
+    if problem:
+        raise ExpressionError(f"{_short(text)}: {problem}")
+    return tree
+
+
+def _short(text: str) -> str:
+    """The expression as quoted in a message (long ones cut, so the message stays one line)."""
+    return repr(text) if len(text) <= 80 else repr(text[:77] + "...")
 
 
 def evaluate(text: str, names: Mapping[str, Any]) -> Any:
@@ -106,10 +124,14 @@ def evaluate(text: str, names: Mapping[str, Any]) -> Any:
     evaluator = _Evaluator(names)
     try:
         return evaluator.visit(tree.body)
+    except _LimitError as exc:
+        raise ExpressionError(f"{_short(text)}: {exc}") from None
     except ExpressionError:
         raise
     except (ArithmeticError, ValueError, TypeError, IndexError) as exc:
-        raise ExpressionError(f"{text!r}: {type(exc).__name__}: {exc}") from None
+        raise ExpressionError(f"{_short(text)}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+    except (RecursionError, MemoryError) as exc:
+        raise ExpressionError(f"{_short(text)}: {type(exc).__name__} (too large or too deep)") from None
 
 
 _ALLOWED_NODES = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, ast.Compare,
@@ -161,6 +183,7 @@ class _Evaluator:
         self.names = names
 
     def visit(self, node: ast.AST) -> Any:
+        """Evaluate ``node``; bounded problems raise ExpressionError (prefixed with the text by evaluate)."""
         method = getattr(self, f"_{type(node).__name__}", None)
         if method is None:
             rule = _FORBIDDEN.get(type(node), f"{type(node).__name__} is not allowed in an expression")
@@ -186,13 +209,15 @@ class _Evaluator:
         op = _BINARY.get(type(node.op))
         if op is None:
             raise ExpressionError(f"forbidden construct: operator {type(node.op).__name__} is not allowed")
-        return op(self.visit(node.left), self.visit(node.right))
+        left, right = self.visit(node.left), self.visit(node.right)
+        self._bounded(limits.broadcast_problem((left, right), f"the operands of {type(node.op).__name__}"))
+        return self._checked(op(left, right))
 
     def _UnaryOp(self, node: ast.UnaryOp) -> Any:
         op = _UNARY.get(type(node.op))
         if op is None:
             raise ExpressionError(f"forbidden construct: operator {type(node.op).__name__} is not allowed")
-        return op(self.visit(node.operand))
+        return self._checked(op(self.visit(node.operand)))
 
     def _Compare(self, node: ast.Compare) -> Any:
         left = self.visit(node.left)
@@ -220,7 +245,17 @@ class _Evaluator:
             if kw.arg is None:
                 raise ExpressionError("forbidden construct: **kwargs are not allowed")
             kwargs[kw.arg] = self.visit(kw.value)
-        return fn(*args, **kwargs)
+        self._bounded(limits.call_problem(node.func.id, args, kwargs))
+        return self._checked(fn(*args, **kwargs))
+
+    @staticmethod
+    def _bounded(problem: Optional[str]) -> None:
+        if problem:
+            raise _LimitError(problem)
+
+    def _checked(self, value: Any) -> Any:
+        self._bounded(limits.int_problem(value))
+        return value
 
     def _Subscript(self, node: ast.Subscript) -> Any:
         value = self.visit(node.value)

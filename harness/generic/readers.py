@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import zipfile
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -127,8 +128,10 @@ def read_file(where: str, reader: Optional[str], path: Path, key: Optional[str],
         return READERS[name](where, path, key, delimiter=delimiter)
     except HarnessInputError:
         raise
-    except (OSError, ValueError) as exc:
-        raise HarnessInputError(f"{where}: {path}: cannot be read as {name}: {exc}") from None
+    except (OSError, ValueError, KeyError, RuntimeError, EOFError, MemoryError, zipfile.BadZipFile) as exc:
+        # a damaged or hostile file (truncated archive, broken HDF5, JSON nested past the recursion limit)
+        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        raise HarnessInputError(f"{where}: {path}: cannot be read as {name}: {reason}") from None
 
 
 def parse_slice(where: str, text: Optional[str]) -> Optional[Tuple[Any, ...]]:

@@ -32,6 +32,10 @@ def _time_grid(args) -> np.ndarray:
         raise ValueError("time grid: give --time-grid FILE or --t0, --dt and --steps")
     if not args.dt > 0 or args.steps < 1:
         raise ValueError(f"--dt/--steps: must be > 0 and >= 1, got {args.dt!r}, {args.steps!r}")
+    from harness.core.limits import MAX_EXPORT_STEPS
+
+    if args.steps > MAX_EXPORT_STEPS:
+        raise ValueError(f"--steps: {args.steps} is above the limit {MAX_EXPORT_STEPS} (target steps of the export)")
     return args.t0 + args.dt * np.arange(args.steps + 1)
 
 

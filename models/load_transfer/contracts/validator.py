@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,10 @@ from .spec import Spec, load_spec, parse_dim, parse_semver, SPEC_FILES
 log = logging.getLogger(__name__)
 
 BLOCK_BYTES = 64 * 2**20  # rows of large datasets are scanned in blocks of about this size
+# upper bound [bytes] of one dataset the validator reads whole (whole-array rules, derived inputs,
+# checksums); larger datasets are a "size" violation found from the shape before anything is read
+MAX_READ_BYTES = int(os.environ.get("HARNESS_MAX_READ_BYTES", str(2**31)))
+H5_ERRORS = (KeyError, OSError, RuntimeError, ValueError, TypeError, AttributeError, IndexError)
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,11 @@ class ContractError(ValueError):
 
 
 class UnreadableFileError(OSError):
-    """The file is not an HDF5 file (or cannot be opened)."""
+    """The file is not an HDF5 file, or HDF5 cannot read it; ``reason`` is the one-line cause."""
+
+    def __init__(self, message: str, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason or message
 
 
 def _fmt(v: Any) -> str:
@@ -90,6 +99,9 @@ def _fmt(v: Any) -> str:
 
 
 def _attr_value(raw: Any) -> Any:
+    """A Python scalar for scalar attributes; arrays stay arrays (a violation where a scalar is due)."""
+    if isinstance(raw, np.ndarray) and raw.ndim == 0:
+        raw = raw[()]
     if isinstance(raw, bytes):
         return raw.decode("utf-8", "replace")
     if isinstance(raw, np.generic):
@@ -112,7 +124,10 @@ def _type_ok(value: Any, kind: str) -> bool:
 
 
 def _type_name(value: Any) -> str:
-    return {bool: "bool", str: "string", int: "int", float: "float", list: "list", dict: "object"}.get(
+    if isinstance(value, np.ndarray):
+        return f"array of shape {tuple(value.shape)}"
+    return {bool: "bool", str: "string", int: "int", float: "float", list: "list", dict: "object",
+            type(None): "null"}.get(
         type(value), type(value).__name__
     )
 
@@ -120,6 +135,9 @@ def _type_name(value: Any) -> str:
 def check_value(path: str, value: Any, rule: Mapping[str, Any], out: List[Violation]) -> None:
     """Scalar rules of an attribute or metadata key: type, equals, one_of, pattern, bounds, format."""
     kind = rule.get("type")
+    if isinstance(value, (np.ndarray, list, dict)) and kind != "list":
+        out.append(Violation(path, "type", _type_name(value), kind or "a scalar"))
+        return
     if kind and not _type_ok(value, kind):
         out.append(Violation(path, "type", f"{_type_name(value)} {_fmt(value)}", kind))
         return
@@ -129,18 +147,22 @@ def check_value(path: str, value: Any, rule: Mapping[str, Any], out: List[Violat
         out.append(Violation(path, "one_of", _fmt(value), f"one of {list(rule['one_of'])}"))
     if "pattern" in rule and not re.match(str(rule["pattern"]), str(value)):
         out.append(Violation(path, "pattern", _fmt(value), f"match {rule['pattern']}"))
-    if "min_exclusive" in rule and not value > rule["min_exclusive"]:
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if "min_exclusive" in rule and not (numeric and value > rule["min_exclusive"]):
         out.append(Violation(path, "min_exclusive", _fmt(value), f"> {rule['min_exclusive']}"))
-    if "min" in rule and not value >= rule["min"]:
+    if "min" in rule and not (numeric and value >= rule["min"]):
         out.append(Violation(path, "min", _fmt(value), f">= {rule['min']}"))
     fmt = rule.get("format")
     if fmt == "semver" and parse_semver(value) is None:
         out.append(Violation(path, "format", _fmt(value), "semantic version MAJOR.MINOR.PATCH"))
     if fmt == "json":
         try:
-            json.loads(value)
-        except (TypeError, ValueError) as exc:
-            out.append(Violation(path, "format", f"invalid JSON ({exc.__class__.__name__})", "JSON document"))
+            doc = json.loads(value)
+        except (TypeError, ValueError, RecursionError) as exc:
+            out.append(Violation(path, "format", f"invalid JSON ({exc.__class__.__name__})", "JSON object"))
+        else:
+            if not isinstance(doc, dict):
+                out.append(Violation(path, "format", f"JSON {_type_name(doc)} {_fmt(doc)[:60]}", "JSON object"))
 
 
 # ---------------------------------------------------------------- element rules of datasets
@@ -175,6 +197,13 @@ def _scan_block_rules(rules: List[Any], block: np.ndarray, start: int, state: Di
             if bad.any() and name not in state:
                 idx = _first_index(bad, start)
                 state[name] = {"idx": idx, "val": block[tuple([idx[0] - start] + list(idx[1:]))]}
+        elif name == "less_than_dim":  # an index into a dimension: 0 <= value < N
+            n = (opts or {}).get("n")
+            bad = ~(block < n) if n is not None else np.zeros(block.shape, bool)
+            if bad.any() and name not in state:
+                idx = _first_index(bad, start)
+                state[name] = {"idx": idx, "val": block[tuple([idx[0] - start] + list(idx[1:]))],
+                               "dim": opts["dim"], "n": n}
         elif name == "unit_rows":
             atol = float((opts or {}).get("atol", 1e-9))
             dev = np.abs(np.sqrt(np.einsum("...k,...k->...", block, block)) - 1.0)
@@ -192,6 +221,10 @@ def _block_rule_violations(path: str, state: Dict[str, Any], out: List[Violation
         if name in state:
             st = state[name]
             out.append(Violation(path, name, f"{_fmt(st['val'])} at index {_idx_str(st['idx'])}", expected))
+    if "less_than_dim" in state:
+        st = state["less_than_dim"]
+        out.append(Violation(path, "less_than_dim", f"{_fmt(st['val'])} at index {_idx_str(st['idx'])}",
+                             f"< {st['dim']} = {st['n']} (an index into {st['dim']})"))
     if "unit_rows" in state:
         st = state["unit_rows"]
         out.append(Violation(path, "unit_rows", f"| |n| - 1 | = {st['val']:.3g} at row {_idx_str(st['idx'])}", f"<= {st['atol']:g}"))
@@ -234,6 +267,8 @@ class _Validator:
         self.bad: set[str] = set()  # datasets with a violation (derived checks on them are skipped)
         self.skipped: set[str] = set(skip_scan)  # datasets whose elements are not re-read
         self.attrs: Dict[str, Any] = {}
+        self.bad_attrs: set[str] = set()  # root attributes with a violation (relations using them are skipped)
+        self.bad_dims = False  # a dimension below its minimum: no relation is recomputed
 
     def v(self, path: str, rule: str, found: str, expected: str = "") -> None:
         self.r.violations.append(Violation(path, rule, found, expected))
@@ -253,6 +288,8 @@ class _Validator:
             self.check_dataset(name, item, version)
         self.check_dimensions()
         for name, item in self.spec.datasets.items():
+            if self.bad_dims:
+                break
             if "derived" in item and name in self.f and name not in self.bad:
                 rules = item["derived"] if isinstance(item["derived"], list) else [item["derived"]]
                 for rule in rules:  # a dataset may be tied to its inputs by several relations
@@ -291,14 +328,17 @@ class _Validator:
                 continue
             value = _attr_value(self.f.attrs[name])
             self.attrs[name] = value
+            n0 = len(self.r.violations)
             check_value(path, value, rule, self.r.violations)
+            if len(self.r.violations) > n0:
+                self.bad_attrs.add(name)
 
     def check_metadata(self) -> None:
         meta_spec = self.spec.metadata
         text = self.attrs.get("metadata_json")
         try:
             meta = json.loads(text) if isinstance(text, str) else None
-        except ValueError:
+        except (ValueError, RecursionError):
             meta = None
         if not isinstance(meta, dict):
             self.r.mode = self.forced_mode or "production"
@@ -343,6 +383,8 @@ class _Validator:
             else:
                 check_value(f"{name}@{aname}", _attr_value(d.attrs[aname]), rule, self.r.violations)
         if len(self.r.violations) == n0:
+            self.check_stored(name, d)
+        if len(self.r.violations) == n0:
             self.check_values(name, d, item.get("values", []))
         if "sha256_equals" in item and len(self.r.violations) == n0:
             self.check_sha256(name, d, item["sha256_equals"])
@@ -380,12 +422,29 @@ class _Validator:
             sym_text = ", ".join(map(str, shape))
             self.v(name, "shape", str(tuple(int(n) for n in d.shape)), f"({sym_text}) = {tuple(expected)}")
 
+    def check_stored(self, name: str, d: h5py.Dataset) -> None:
+        """A dataset with elements must have data stored (a declared, never-written one has none)."""
+        if d.size and d.id.get_storage_size() == 0 and d.dtype.kind != "O":
+            self.v(name, "stored", f"no data stored for shape {tuple(d.shape)}", "written data")
+
+    def too_large(self, name: str, d: h5py.Dataset) -> bool:
+        """True (and a "size" violation) if reading ``d`` whole would exceed MAX_READ_BYTES."""
+        nbytes = int(np.prod(d.shape, dtype=np.float64) * d.dtype.itemsize)
+        if nbytes > MAX_READ_BYTES:
+            self.v(name, "size", f"{nbytes} bytes for shape {tuple(int(n) for n in d.shape)}",
+                   f"<= {MAX_READ_BYTES} bytes read whole (HARNESS_MAX_READ_BYTES)")
+            self.bad.add(name)
+            return True
+        return False
+
     def check_unit(self, name: str, d: h5py.Dataset, item: Mapping[str, Any]) -> None:
         if "unit" not in item:
             return
         unit = _attr_value(d.attrs.get("unit"))
         if unit is None:
             self.v(f"{name}@unit", "required", "missing", _fmt(item["unit"]))
+        elif not isinstance(unit, str):
+            self.v(f"{name}@unit", "type", f"{_type_name(unit)} {_fmt(unit)[:60]}", f"string {_fmt(item['unit'])}")
         elif unit != item["unit"]:
             self.v(f"{name}@unit", "unit", _fmt(unit), _fmt(item["unit"]))
 
@@ -413,7 +472,9 @@ class _Validator:
         if name in self.skipped:
             return
         whole = [r for r in rules if (r if isinstance(r, str) else next(iter(r))) in _WHOLE]
-        block_rules = [r for r in rules if r not in whole]
+        block_rules = [self._resolve(r) for r in rules if r not in whole]
+        if (whole or d.ndim == 0) and self.too_large(name, d):
+            return
         try:
             if d.ndim == 0:
                 _whole_array_rules(name, whole, np.asarray(d[()]), self.r.violations)
@@ -429,7 +490,15 @@ class _Validator:
         except OSError as exc:
             self._read_failed(name, d, exc)
 
+    def _resolve(self, rule: Any) -> Any:
+        """``{less_than_dim: Nc}`` -> ``{less_than_dim: <the value of Nc>}`` (dimensions found so far)."""
+        if isinstance(rule, Mapping) and "less_than_dim" in rule:
+            return {"less_than_dim": {"dim": rule["less_than_dim"], "n": self.r.dims.get(str(rule["less_than_dim"]))}}
+        return rule
+
     def check_sha256(self, name: str, d: h5py.Dataset, refs: Iterable[str]) -> None:
+        if self.too_large(name, d):
+            return
         raw = d[()]
         data = raw if isinstance(raw, bytes) else str(raw).encode("utf-8")
         digest = hashlib.sha256(data).hexdigest()
@@ -449,6 +518,7 @@ class _Validator:
             n = self.r.dims.get(sym)
             if n is not None and "min" in rule and n < rule["min"]:
                 self.v(f"dimension {sym}", "min", str(n), f">= {rule['min']}")
+                self.bad_dims = True
 
     def check_derived(self, name: str, rule: Mapping[str, Any]) -> None:
         inputs = dict(rule.get("inputs", {}))
@@ -458,10 +528,12 @@ class _Validator:
             return
         relation = RELATIONS[rule["relation"]]
         attrs = {k: self.attrs.get(v) for k, v in rule.get("attributes", {}).items()}
-        if any(v is None for v in attrs.values()):
-            return
+        if any(v is None for v in attrs.values()) or any(v in self.bad_attrs for v in rule.get("attributes", {}).values()):
+            return  # a broken attribute is reported where it is
         d = self.f[name]
         datasets = {k: self.f[p] for k, p in inputs.items()}
+        if any(self.too_large(p, self.f[p]) for p in inputs.values()):
+            return
 
         def read(key: str, sl: slice) -> np.ndarray:
             return datasets[key][sl]
@@ -476,6 +548,12 @@ class _Validator:
                 scale = max(scale, float(np.max(np.abs(block), initial=0.0)))
         except OSError as exc:
             self._read_failed(name, d, exc)
+            return
+        except (ValueError, IndexError, TypeError, ArithmeticError) as exc:  # e.g. a degenerate face table
+            reason = f"{exc.__class__.__name__}: {exc}".splitlines()[0]
+            self.v(name, "derived", f"cannot be recomputed from {', '.join(inputs.values())} ({reason})",
+                   f"{rule['relation']} of valid inputs")
+            self.bad.add(name)
             return
         rtol = float(rule.get("rtol", 1e-12))
         if not err <= rtol * scale:
@@ -492,7 +570,7 @@ class _Validator:
 
 
 def validate_file(path: Path | str, spec: Optional[Spec] = None, *, mode: Optional[str] = None,
-                  skip_scan: Iterable[str] = ()) -> ValidationReport:
+                  skip_scan: Iterable[str] = (), guard: bool = True) -> ValidationReport:
     """Validate ``path`` against ``spec`` (default: the spec named by its ``schema_name`` attribute).
 
     mode: "production" | "debug" | None (None: the mode declared in metadata_json, else production).
@@ -500,23 +578,47 @@ def validate_file(path: Path | str, spec: Optional[Spec] = None, *, mode: Option
     skip_scan: datasets whose elements are not re-read (element rules and derived relations that
     involve them are skipped; structure, dtype, shape, units and filters are still checked). The
     streaming writer passes the datasets it has just checked block by block in memory.
-    Raises UnreadableFileError if the file cannot be opened as HDF5.
+    guard: first read the file's headers in a child process with a time limit (probe.py), so damaged
+    internals that make HDF5 spin are "unreadable", never a hang (the writers, which validate the
+    file they have just written, pass False).
+    Raises UnreadableFileError if HDF5 cannot open or read the file (``reason``: one line).
     """
     p = Path(path)
     report = ValidationReport(file=str(p))
+
+    def unreadable(reason: str, exc: Optional[BaseException] = None) -> UnreadableFileError:
+        reason = reason.splitlines()[0] if reason else "unknown reason"
+        return UnreadableFileError(f"{p}: not a readable HDF5 file ({reason})", reason)
+
+    if p.is_dir():
+        raise unreadable("a directory, not a file")
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file")
+    if guard:
+        from .probe import ProbeFailed, probe_structure
+
+        try:
+            probe_structure(p)
+        except ProbeFailed as exc:
+            raise unreadable(exc.reason) from None
     try:
         f = h5py.File(p, "r")
     except (OSError, ValueError) as exc:
-        raise UnreadableFileError(f"{p}: not a readable HDF5 file ({exc.__class__.__name__}: {exc})") from exc
+        raise unreadable(f"{exc.__class__.__name__}: {exc}") from exc
     with f:
-        if spec is None:
-            name = _attr_value(f.attrs.get("schema_name"))
-            if name not in SPEC_FILES:
-                report.violations.append(Violation("@schema_name", "known_schema", _fmt(name), f"one of {sorted(SPEC_FILES)}"))
-                return report
-            spec = load_spec(name)
-        report.schema = spec.name
-        _Validator(f, spec, report, mode, skip_scan).run()
+        try:
+            if spec is None:
+                name = _attr_value(f.attrs.get("schema_name"))
+                if not isinstance(name, str) or name not in SPEC_FILES:
+                    shown = _fmt(name) if not isinstance(name, np.ndarray) else _type_name(name)
+                    report.violations.append(Violation("@schema_name", "known_schema", shown, f"one of {sorted(SPEC_FILES)}"))
+                    return report
+                spec = load_spec(name)
+            report.schema = spec.name
+            _Validator(f, spec, report, mode, skip_scan).run()
+        except H5_ERRORS as exc:  # the library failed on damaged internals the probe did not touch
+            log.info("%s: HDF5 read failed", p, exc_info=True)
+            raise unreadable(f"{exc.__class__.__name__}: {exc}") from None
     if report.warnings:
         log.warning("%s (%s mode): %d warning(s): %s", p, report.mode, len(report.warnings),
                     "; ".join(f"{w.path} {w.found}" for w in report.warnings))

@@ -9,7 +9,7 @@ the final name. Any exception leaves neither the final nor the temporary file.
 The reader accepts every 1.x version (1.0.x files have no shear and no temporal_interpolation
 attribute: zero shear, piecewise-linear), rejects any other major version (explicit migration
 required) and every violation of the spec, and keeps datasets it does not know (optional 1.x
-additions) in :attr:`WallLoads.extras`. CSV is a debug input only (:func:`read_wall_loads_csv`);
+additions) in :attr:`WallLoads.extras`, read only when asked for. CSV is a debug input only (:func:`read_wall_loads_csv`);
 there is no CSV writer.
 """
 from __future__ import annotations
@@ -25,6 +25,7 @@ import h5py
 import numpy as np
 
 from ._atomic import atomic_target
+from .lazy import LazyDatasets
 from .relations import ring_force, trapezoid_impulse
 from .spec import load_spec, parse_semver
 from .validator import ContractError, validate_file
@@ -56,7 +57,7 @@ class WallLoads:
     attrs: Dict[str, Any]
     configuration: Optional[str] = None
     configuration_name: Optional[str] = None
-    extras: Dict[str, np.ndarray] = field(default_factory=dict)
+    extras: Mapping[str, np.ndarray] = field(default_factory=dict)  # unknown datasets, read on access
     path: Optional[Path] = None
     sha256: Optional[str] = None
 
@@ -173,7 +174,7 @@ def write_wall_loads(
         # every dataset is closed with the file; only now the file is marked complete
         with h5py.File(tmp, "r+") as f:
             f.attrs["complete"] = True
-        report = validate_file(tmp, spec, mode=mode)
+        report = validate_file(tmp, spec, mode=mode, guard=False)
         if not report.ok:
             report.file = str(target)
             raise ContractError(report)
@@ -202,7 +203,7 @@ def read_wall_loads(path: Path | str, *, mode: Optional[str] = None) -> WallLoad
             raw = ds[()]
             conf = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
             conf_name = ds.attrs.get("filename")
-        extras = {name: f[name][()] for name in report.unknown}
+        extras = LazyDatasets(p, report.unknown)
         out = WallLoads(
             case_id=str(attrs["case_id"]),
             schema_version=str(attrs["schema_version"]),
@@ -220,8 +221,9 @@ def read_wall_loads(path: Path | str, *, mode: Optional[str] = None) -> WallLoad
             path=p,
             sha256=sha256_file(p),
         )
-    if extras:
-        log.info("%s: kept %d optional dataset(s) unknown to this reader: %s", p, len(extras), sorted(extras))
+    if report.unknown:
+        log.info("%s: kept %d optional dataset(s) unknown to this reader (read on access): %s", p,
+                 len(report.unknown), report.unknown)
     return out
 
 
