@@ -219,6 +219,8 @@ class SuiteConf:
     budget_s:  wall-time budget of the whole suite [s]; a case not started when it is spent
                is skipped (and the suite fails); null: no budget
     env:       environment variables set in every job (e.g. HARNESS_FULL: "1" for full sizes)
+    order_seed: run the selected cases in an order shuffled with this seed (a determinism
+               check: no result may depend on what ran before it); null: name order
     """
 
     name: str = MISSING
@@ -227,6 +229,7 @@ class SuiteConf:
     overrides: Dict[str, List[str]] = field(default_factory=dict)
     budget_s: Optional[float] = None
     env: Dict[str, str] = field(default_factory=dict)
+    order_seed: Optional[int] = None
 
 
 @dataclass
