@@ -54,12 +54,14 @@ def kind_in(table: Mapping[str, str], name: str) -> Optional[str]:
 
 
 def resolve(names: Iterable[str], declared: Mapping[str, str], tables: Iterable[Mapping[str, str]]) -> Dict[str, str]:
-    """name -> kind of every metric: ``declared`` (per metric, by the adapter) first, then the
-    tables in order (the adapter module's, :data:`COMMON`), else :data:`UNDECLARED`."""
+    """name -> kind of every metric: an exact name in ``declared`` (per metric, by the adapter),
+    the tables (the adapter module's) or :data:`COMMON`, in that order; else the first glob
+    matching in that order; else :data:`UNDECLARED`."""
     tables = [dict(declared), *tables, COMMON]
     out: Dict[str, str] = {}
     for name in names:
-        out[name] = next((k for k in (kind_in(t, name) for t in tables) if k is not None), UNDECLARED)
+        exact = next((t[name] for t in tables if name in t), None)  # an exact name beats every glob
+        out[name] = exact or next((k for k in (kind_in(t, name) for t in tables) if k is not None), UNDECLARED)
     return out
 
 
