@@ -307,7 +307,8 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
             uri=record["uri"], artifact_root=record["artifact_root"], experiment=record["experiment"],
             run_name=run_name, params=params,
             metrics={**tracking.run_metrics(outcome.metrics, outcome.gates), **regression_metrics(outcome.regression)},
-            series=tracked_series(outcome.metrics, result.series), tags=tags, artifacts_dir=outcome.run_dir, status=record["status"],
+            series=tracked_series(outcome.metrics, result.series), tags=tags, artifacts_dir=outcome.run_dir,
+            status=record["status"],
             parent_run_id=parent_run_id, timeout_s=float(tcfg.timeout_s), run_uid=record["run_uid"],
             start_ms=start_ms, end_ms=int(time.time() * 1000))
         record.update(state="sent", run_id=outcome.mlflow_run_id)

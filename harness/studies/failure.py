@@ -43,7 +43,7 @@ def record(exc: BaseException, sweep_dir: Path, study: Optional[DictConfig], sta
     name = str(OmegaConf.select(study, "name", default="sweep")) if study is not None else "sweep"
     reason = f"study {name}: {reason_of(exc)}"
     trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    log.info("study %s: aggregation stopped:\n%s", name, trace)  # the traceback goes to study.json
+    log.debug("study %s: aggregation stopped:\n%s", name, trace)  # the traceback goes to study.json
     print(f"harness: error: {reason}", file=sys.stderr, flush=True)
     out_dir = Path(sweep_dir) / "study"
     summary = {"name": name, "sweep_dir": str(sweep_dir),

@@ -343,7 +343,7 @@ class SuiteCallback(Callback):
             from harness.studies.failure import exit_code_of, reason_of
 
             reason = f"suite {OmegaConf.select(config, 'suite.name', default='?')}: summary failed: {reason_of(exc)}"
-            log.info("%s", reason, exc_info=True)
+            log.debug("%s", reason, exc_info=True)
             print(f"harness: error: {reason}", file=sys.stderr, flush=True)
             close_open_parents(reason)
             summary = {"exit_code": exit_code_of(exc), "error": reason}
