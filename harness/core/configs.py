@@ -50,9 +50,10 @@ class RegressionConf:
 
     A metric passes if |value - baseline| <= rel * |baseline| + abs. Cases tagged ``analytic``
     use ``analytic_rel`` / ``analytic_abs`` (exact to round-off), the others ``rel`` / ``abs``;
-    ``bands.<metric>: {rel: .., abs: ..}`` sets one metric's band. Metrics whose name matches a
-    ``timing_patterns`` glob (wall times, speed-ups), and every metric of a case tagged
-    ``bench``, are not compared unless they have a band.
+    ``bands.<metric>: {rel: .., abs: ..}`` sets one metric's band. Each metric is compared by its
+    declared kind (harness.metrics.kinds): timing and memory not unless they have a band, counts
+    exactly; a metric of no declared kind is not compared when its name matches a
+    ``timing_patterns`` glob. Every metric of a case tagged ``bench`` is compared only with a band.
     enforce: a regression makes the exit code 1 (false: reported only).
     """
 
