@@ -142,7 +142,7 @@ class StudyCallback(Callback):
         from harness.studies.options import check_study
 
         try:  # the study's own options: one line and exit 2 before any job runs or any file is written
-            check_study(config, _family(config))
+            check_study(config, _family(config), study_function)
         except HarnessInputError as exc:  # Hydra turns a callback's exception into a warning
             print(f"harness: error: {exc}", file=sys.stderr, flush=True)
             raise SystemExit(G.EXIT_INPUT) from None

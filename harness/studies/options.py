@@ -17,7 +17,7 @@ choices; the CLI exits 2) for
 from __future__ import annotations
 
 import math
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -39,12 +39,11 @@ def _number(where: str, value: Any, rule: str, ok) -> None:
         raise HarnessInputError(f"{where}: must be {rule}, got {value!r}")
 
 
-def check_kind(study: DictConfig, family: str) -> None:
+def check_kind(study: DictConfig, family: str, study_function: Callable[[str, str], Any]) -> None:
+    """``study_function(kind, family)``: the aggregation's own lookup of a custom kind (ValueError)."""
     kind = str(study.get("kind") or "convergence")
     if kind in BUILT_IN:
         return
-    from harness.studies.aggregate import study_function
-
     try:
         study_function(kind, family)
     except ValueError as exc:
@@ -128,12 +127,13 @@ def check_validation(study: DictConfig) -> None:
                                     "directory (a solution-verification sweep's directory or its study/study.json)")
 
 
-def check_study(config: DictConfig, family: str) -> None:
-    """Check the options of ``config.study`` (no study: nothing to check)."""
+def check_study(config: DictConfig, family: str, study_function: Callable[[str, str], Any]) -> None:
+    """Check the options of ``config.study`` (no study: nothing to check); ``study_function``
+    resolves a custom kind (harness.studies.aggregate.study_function)."""
     study = OmegaConf.select(config, "study")
     if study is None:
         return
-    check_kind(study, family)
+    check_kind(study, family, study_function)
     spacing = study.get("spacing")
     if spacing is not None and str(spacing) not in SPACINGS:
         raise HarnessInputError(f"study.spacing: {spacing!r} is not one of {', '.join(SPACINGS)}")
