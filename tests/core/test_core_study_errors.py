@@ -89,3 +89,32 @@ def test_aggregation_error_is_the_study_verdict(tmp_path, function, code, reason
     parent = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").get_run(state["parent_run_id"])
     assert parent.info.status == "FAILED" and parent.info.end_time is not None
     assert parent.data.tags["error"] == line and line in parent.data.tags["mlflow.note.content"]
+
+
+def test_suite_summary_error_is_one_line_an_exit_code_and_the_parent_failed(tmp_path, monkeypatch, capsys):
+    """The suite's end-of-sweep summary raising (Hydra would make it a warning): one line on
+    stderr, exit code 1, the suite's parent run FAILED with the reason."""
+    from omegaconf import OmegaConf
+
+    from harness.suites import suite
+    from harness.tracking import records as tracking
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    exp = tracking.ensure_experiment(uri, "harness/suite/x", None)
+    parent = tracking.start_run(uri, exp, "suite:x")
+    monkeypatch.setitem(suite._OPEN, parent, uri)
+    monkeypatch.setitem(suite._LAST, "exit_code", 0)
+    monkeypatch.setitem(suite._LAST, "summary", None)
+
+    def broken(sweep_dir):
+        raise OSError("[Errno 28] No space left on device")
+
+    monkeypatch.setattr(suite, "finish", broken)
+    (tmp_path / "sweep").mkdir()
+    suite.SuiteCallback().on_multirun_end(OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "sweep")}},
+                                                            "suite": {"name": "x"}}))
+    line = "suite x: summary failed: OSError: [Errno 28] No space left on device"
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"harness: error: {line}"
+    assert suite.last_exit_code() == 1 and suite.last_summary()["error"] == line
+    run = MlflowClient(uri).get_run(parent)
+    assert run.info.status == "FAILED" and run.data.tags["error"] == line and parent not in suite._OPEN
