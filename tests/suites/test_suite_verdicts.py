@@ -35,8 +35,8 @@ def _suite_dir(outputs: Path, suite: str) -> Path:
     return sorted((outputs / "suites" / suite).iterdir())[-1]
 
 
-def _run(cli, outputs: Path, args: List[str], suite: str = "fast"):
-    res = cli([f"suite={suite}", *args], outputs, timeout=7200)
+def _run(cli, outputs: Path, args: List[str], suite: str = "fast", env=None):
+    res = cli([f"suite={suite}", *args], outputs, timeout=7200, env=env)
     suite_dir = _suite_dir(outputs, suite)
     summary = json.loads((suite_dir / "suite.json").read_text())
     assert summary["counts"]["error"] == summary["counts"]["invalid"] == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -100,9 +100,10 @@ def test_suite_all_rerun_has_no_regression(tmp_path, cli):
     from harness.tracking import records as tracking
 
     tracking.ensure_experiment(f"sqlite:///{tmp_path}/mlflow.db", "harness/_init", None)
-    _run(cli, tmp_path, JOBLIB, "all")
+    reduced = {"HARNESS_FULL": "0"}  # the suite's own (reduced) sizes, as `suite=all` defines them
+    _run(cli, tmp_path, JOBLIB, "all", reduced)
     assert cli(["baseline", "accept", "latest"], tmp_path).returncode == 0
     for args in ([], [*JOBLIB, "suite.order_seed=3"]):
-        _, s = _run(cli, tmp_path, args, "all")
+        _, s = _run(cli, tmp_path, args, "all", reduced)
         assert s["counts"]["regression"] == 0, [(r["case"], r["regression"].get("regressed")) for r in s["rows"]
                                                 if (r.get("regression") or {}).get("status") == "regression"]
