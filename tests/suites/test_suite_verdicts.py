@@ -95,7 +95,7 @@ def test_unchanged_reruns_agree_bitwise_and_never_regress(tmp_path, cli):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not FULL, reason="every case of the catalogue twice (~25 min a run here): HARNESS_FULL=1")
+@pytest.mark.skipif(not FULL, reason="suite=all three times (18.7 min measured here): HARNESS_FULL=1")
 def test_suite_all_rerun_has_no_regression(tmp_path, cli):
     from harness.tracking import records as tracking
 
