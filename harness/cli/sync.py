@@ -123,6 +123,8 @@ def sync_run(run_dir: Path, uri: Optional[str], report: SyncReport, parent: Opti
     else:
         import yaml
 
+        from harness.core.metric_records import tracked_series
+
         config = yaml.safe_load((run_dir / "config.yaml").read_text()) if (run_dir / "config.yaml").is_file() else {}
         metrics_doc = _read(run_dir / "metrics.json")
         series = _read(run_dir / "series.json") if (run_dir / "series.json").is_file() else {}
@@ -130,7 +132,8 @@ def sync_run(run_dir: Path, uri: Optional[str], report: SyncReport, parent: Opti
         run_id = tracking.record_run(
             uri=store, artifact_root=root, experiment=record["experiment"], run_name=record["run_name"],
             params=tracking.flatten(config or {}), metrics=tracking.run_metrics(metrics_doc["metrics"], gates),
-            series=series, tags={**record["tags"], "synced": "true"}, artifacts_dir=run_dir,
+            series=tracked_series(metrics_doc["metrics"], series), tags={**record["tags"], "synced": "true"},
+            artifacts_dir=run_dir,
             status=record["status"], parent_run_id=parent or record.get("parent_run_id"),
             run_uid=record["run_uid"])
         report.sent.append(run_dir)

@@ -50,9 +50,10 @@ class RegressionConf:
 
     A metric passes if |value - baseline| <= rel * |baseline| + abs. Cases tagged ``analytic``
     use ``analytic_rel`` / ``analytic_abs`` (exact to round-off), the others ``rel`` / ``abs``;
-    ``bands.<metric>: {rel: .., abs: ..}`` sets one metric's band. Metrics whose name matches a
-    ``timing_patterns`` glob (wall times, speed-ups), and every metric of a case tagged
-    ``bench``, are not compared unless they have a band.
+    ``bands.<metric>: {rel: .., abs: ..}`` sets one metric's band. Each metric is compared by its
+    declared kind (harness.metrics.kinds): timing and memory not unless they have a band, counts
+    exactly; a metric of no declared kind is not compared when its name matches a
+    ``timing_patterns`` glob. Every metric of a case tagged ``bench`` is compared only with a band.
     enforce: a regression makes the exit code 1 (false: reported only).
     """
 
@@ -221,6 +222,8 @@ class SuiteConf:
     budget_s:  wall-time budget of the whole suite [s]; a case not started when it is spent
                is skipped (and the suite fails); null: no budget
     env:       environment variables set in every job (e.g. HARNESS_FULL: "1" for full sizes)
+    order_seed: run the selected cases in an order shuffled with this seed (a determinism
+               check: no result may depend on what ran before it); null: name order
     """
 
     name: str = MISSING
@@ -229,6 +232,7 @@ class SuiteConf:
     overrides: Dict[str, List[str]] = field(default_factory=dict)
     budget_s: Optional[float] = None
     env: Dict[str, str] = field(default_factory=dict)
+    order_seed: Optional[int] = None
 
 
 @dataclass

@@ -51,11 +51,14 @@ class CaseResult:
     series  : optional name -> 1-D array-like of per-step values (logged as MLflow
               metric histories with ``step`` = index, and saved in ``series.json``).
     info    : optional small JSON-serialisable facts for the manifest (sizes, counts).
+    kinds   : optional metric name -> kind (harness.metrics.kinds) declared per metric; the
+              adapter module's ``METRIC_KINDS`` table gives the others.
     """
 
     metrics: Dict[str, float]
     series: Dict[str, Any] = field(default_factory=dict)
     info: Dict[str, Any] = field(default_factory=dict)
+    kinds: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -6,9 +6,10 @@ Accepted runs carry the tags ``harness.baseline`` = ``true``, ``harness.baseline
 
 * **Judging** (every case run with tracking on, :func:`judge_outcome`): the accepted run of
   the same case (tag ``case``) and the same config hash (tag ``config_sha256``) with the
-  latest ``accepted_ms`` is the baseline. Per metric present in both, except timings
-  (``gate.regression.timing_patterns``; every metric of a case tagged ``bench``) unless a
-  band names them: the baseline value, the
+  latest ``accepted_ms`` is the baseline. Per metric present in both, by its kind
+  (:mod:`harness.metrics.kinds`): timing and memory never (nor any metric of a case tagged
+  ``bench``) unless a band names them, counts exactly, errors and values as follows (a metric
+  of no declared kind: a value, unless ``gate.regression.timing_patterns`` matches it): the baseline value, the
   relative change (value - baseline) / |baseline| and a verdict, ``pass`` if
   |value - baseline| <= rel |baseline| + abs, else ``regression`` (bands: ``analytic_rel``
   / ``analytic_abs`` for cases tagged ``analytic``, ``rel`` / ``abs`` otherwise,
@@ -29,6 +30,8 @@ import logging
 import math
 from typing import Any, Dict, List, Mapping, Optional
 
+from harness.metrics import kinds as K
+
 log = logging.getLogger(__name__)
 
 TAG = "harness.baseline"
@@ -41,15 +44,22 @@ OK, REGRESSION, NO_BASELINE, CONFIG_CHANGED, OFF, UNKNOWN = (
     "ok", "regression", "no_baseline", "config_changed", "off", "unknown")
 
 
-def _band_for(metric: str, reg: Mapping[str, Any], analytic: bool, bench: bool = False) -> Optional[Dict[str, float]]:
-    """The band of one metric, or None when it is not compared (a timing, a benchmark's, or excluded)."""
+def _band_for(metric: str, reg: Mapping[str, Any], analytic: bool, bench: bool = False,
+              kind: Optional[str] = None) -> Optional[Dict[str, float]]:
+    """The band of one metric, or None when it is not compared (a timing or memory kind, a
+    benchmark's, or excluded). ``kind`` (harness.metrics.kinds): counts compare exactly; a metric
+    of no declared kind falls back to the ``timing_patterns`` name rule."""
     bands = reg.get("bands") or {}
     if metric in bands:
         b = bands[metric] or {}
         return {"rel": float(b.get("rel", 0.0) or 0.0), "abs": float(b.get("abs", 0.0) or 0.0)}
     if bench or any(fnmatch.fnmatchcase(metric, p) for p in reg.get("exclude") or []):
         return None
-    if any(fnmatch.fnmatchcase(metric, p) for p in reg.get("timing_patterns") or []):
+    if kind in K.NOT_COMPARED:
+        return None
+    if kind == K.COUNT:
+        return {"rel": 0.0, "abs": 0.0}
+    if kind in (None, K.UNDECLARED) and any(fnmatch.fnmatchcase(metric, p) for p in reg.get("timing_patterns") or []):
         return None
     if analytic:
         return {"rel": float(reg.get("analytic_rel", 1e-12)), "abs": float(reg.get("analytic_abs", 1e-14))}
@@ -66,15 +76,18 @@ def rel_change(value: float, base: float) -> float:
 
 
 def compare_metrics(metrics: Mapping[str, float], base: Mapping[str, float], reg: Mapping[str, Any],
-                    analytic: bool, bench: bool = False) -> Dict[str, Dict[str, Any]]:
-    """Per metric of the run that the baseline has too: value, baseline, rel_change, band,
+                    analytic: bool, bench: bool = False,
+                    kinds: Optional[Mapping[str, str]] = None) -> Dict[str, Dict[str, Any]]:
+    """Per metric of the run that the baseline has too: value, baseline, rel_change, band, kind,
     verdict (pass / regression). A metric NaN in the run and absent from the baseline (MLflow
-    keeps no NaN) compares equal; one the baseline lacks otherwise is new, not compared."""
+    keeps no NaN) compares equal; one the baseline lacks otherwise is new, not compared.
+    kinds: metric -> kind (harness.metrics.kinds); None: every metric judged by the name rules."""
     out: Dict[str, Dict[str, Any]] = {}
+    kinds = kinds or {}
     for name in sorted(metrics):
         if name.startswith(OWN_PREFIXES):
             continue
-        band = _band_for(name, reg, analytic, bench)
+        band = _band_for(name, reg, analytic, bench, kinds.get(name))
         if band is None:
             continue
         v = float(metrics[name])
@@ -86,7 +99,7 @@ def compare_metrics(metrics: Mapping[str, float], base: Mapping[str, float], reg
         else:
             ok = abs(v - b) <= band["rel"] * abs(b) + band["abs"]
         out[name] = {"value": v, "baseline": b, "rel_change": rel_change(v, b), "band": band,
-                     "verdict": "pass" if ok else REGRESSION}
+                     "kind": kinds.get(name, K.UNDECLARED), "verdict": "pass" if ok else REGRESSION}
     return out
 
 
@@ -140,7 +153,8 @@ def _may_have_baseline(uri: str, case: str) -> bool:
 
 
 def judge(uri: str, case: str, config_sha: str, metrics: Mapping[str, float], reg: Mapping[str, Any],
-          analytic: bool, bench: bool = False, timeout_s: float = 5.0) -> Dict[str, Any]:
+          analytic: bool, bench: bool = False, timeout_s: float = 5.0,
+          kinds: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """The regression record of a run (see the module docstring for its statuses)."""
     from harness.tracking import records as tracking
 
@@ -159,7 +173,7 @@ def judge(uri: str, case: str, config_sha: str, metrics: Mapping[str, float], re
         return {"status": CONFIG_CHANGED, "enforce": enforce, "baseline_run_id": newest.info.run_id,
                 "baseline_config_sha256": newest.data.tags.get("config_sha256", ""),
                 "reason": "no comparable baseline: the config hash changed since the accepted run"}
-    per = compare_metrics(metrics, base.data.metrics, reg, analytic, bench)
+    per = compare_metrics(metrics, base.data.metrics, reg, analytic, bench, kinds)
     regressed = [m for m, d in per.items() if d["verdict"] == REGRESSION]
     names = sorted(k[len(TAG) + 1:] for k in base.data.tags if k.startswith(TAG + ".")
                    and k not in (TAG_MS, TAG_NAME))
@@ -178,7 +192,7 @@ def judge_outcome(cfg, outcome, config_sha: str) -> Dict[str, Any]:
         return {"status": OFF, "enforce": bool(reg.get("enforce", True)), "reason": "tracking is off"}
     tags = list(OmegaConf.select(cfg, "case.tags", default=[]) or [])
     return judge(str(tcfg.uri), outcome.case, config_sha, outcome.metrics, reg, "analytic" in tags, "bench" in tags,
-                 float(tcfg.get("timeout_s", 5.0)))
+                 float(tcfg.get("timeout_s", 5.0)), outcome.kinds)
 
 
 def regression_exit_code(reg: Optional[Mapping[str, Any]]) -> int:

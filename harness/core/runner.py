@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from harness.core import interrupt
+from harness.core import determinism, interrupt
 from harness.core.atomic import atomic_write_text
 from harness.core.context import (
     CaseResult,
@@ -31,6 +31,7 @@ from harness.core.context import (
 from harness.core.inputs import resolve_input_paths
 from harness.core.limits import check_limits
 from harness.core.manifest import build_manifest, canonical_json, git_state, sha256_text
+from harness.core.metric_records import adapter_kinds, kind_tags, tracked_series
 from harness.metrics import gates as G
 from harness.tracking import records as tracking
 
@@ -57,6 +58,7 @@ class Outcome:
     key_metrics: List[str] = field(default_factory=list)
     regression: Optional[Dict[str, Any]] = None  # harness.core.regression.judge: status, per-metric verdicts
     no_gates: bool = False  # the case gates no metric: its PASS judged nothing
+    kinds: Dict[str, str] = field(default_factory=dict)  # metric -> kind (harness.metrics.kinds)
 
     @property
     def exit_code(self) -> int:
@@ -87,7 +89,7 @@ class Outcome:
         return {"case": self.case, "verdict": self.verdict, "metrics": self.metrics,
                 "gates": self.gates, "run_dir": str(self.run_dir), "mlflow_run_id": self.mlflow_run_id,
                 "status": self.status, "message": self.message, "exit_code": self.exit_code,
-                "regression": self.regression, "no_gates": self.no_gates}
+                "regression": self.regression, "no_gates": self.no_gates, "kinds": self.kinds}
 
 
 NO_GATES_NOTE = "case.gates is empty: nothing is judged (verdict pass by default)"
@@ -201,6 +203,10 @@ def _run_case_config(cfg: DictConfig, ctx: RunContext, *, command: Sequence[str]
         if not isinstance(result, CaseResult):
             raise TypeError(f"adapter {cfg.case.adapter} returned {type(result).__name__}, not CaseResult")
         result.metrics = {k: float(v) for k, v in result.metrics.items()}
+        try:
+            result.kinds = adapter_kinds(adapter, result.metrics, dict(result.kinds or {}))
+        except ValueError as exc:
+            raise HarnessInputError(str(exc)) from exc
         with ctx.stage("gates"):
             bands, default = gate_bands(cfg)
             try:
@@ -223,7 +229,7 @@ def _run_case_config(cfg: DictConfig, ctx: RunContext, *, command: Sequence[str]
     verdict = G.worst(g.verdict for g in gate_results.values()) if status == STATUS_OK else G.FAIL
     outcome = Outcome(case=case_name, verdict=verdict, metrics=dict(result.metrics),
                       gates={k: g.verdict for k, g in gate_results.items()}, run_dir=run_dir,
-                      status=status, message=message, key_metrics=key_metrics)
+                      status=status, message=message, key_metrics=key_metrics, kinds=dict(result.kinds))
     if status == STATUS_OK and not gate_results:
         outcome.no_gates = True
         result.info["no_gates"] = NO_GATES_NOTE
@@ -266,7 +272,8 @@ def _write_records(ctx: RunContext, outcome: Outcome, result: CaseResult, gate_r
                    config_sha: str, command, overrides, git: Dict[str, Any]) -> None:
     run_dir = ctx.run_dir
     metrics_doc = {"case": outcome.case, "verdict": outcome.verdict, "status": outcome.status,
-                   "metrics": outcome.metrics, "gates": {k: g.as_dict() for k, g in gate_results.items()}}
+                   "metrics": outcome.metrics, "kinds": outcome.kinds,
+                   "gates": {k: g.as_dict() for k, g in gate_results.items()}}
     if outcome.no_gates:
         metrics_doc["no_gates"] = True
     atomic_write_text(run_dir / "metrics.json", json.dumps(metrics_doc, indent=2, default=_json_default))
@@ -282,6 +289,8 @@ def _write_records(ctx: RunContext, outcome: Outcome, result: CaseResult, gate_r
         inputs=ctx.inputs, outputs=sorted(set(outputs)), run_dir=run_dir, timings=ctx.timings,
         gates={k: g.as_dict() for k, g in gate_results.items()}, verdict=outcome.verdict,
         metrics=outcome.metrics, info=result.info, status=outcome.status, error=outcome.message, git=git)
+    manifest["metric_kinds"] = outcome.kinds
+    manifest["determinism"] = determinism.record(resolved or {})
     atomic_write_text(run_dir / "manifest.json", json.dumps(manifest, indent=2, default=_json_default))
 
 
@@ -313,6 +322,7 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
     from harness.core.regression import regression_metrics, regression_tags
 
     tags.update(regression_tags(outcome.regression))
+    tags.update(kind_tags(outcome.kinds))
     if note:
         tags["mlflow.note.content"] = note
     record = {"state": "unsent", "uri": str(tcfg.uri), "artifact_root": tcfg.get("artifact_root"),
@@ -327,7 +337,8 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
             uri=record["uri"], artifact_root=record["artifact_root"], experiment=record["experiment"],
             run_name=run_name, params=params,
             metrics={**tracking.run_metrics(outcome.metrics, outcome.gates), **regression_metrics(outcome.regression)},
-            series=result.series, tags=tags, artifacts_dir=outcome.run_dir, status=record["status"],
+            series=tracked_series(outcome.metrics, result.series), tags=tags, artifacts_dir=outcome.run_dir,
+            status=record["status"],
             parent_run_id=parent_run_id, timeout_s=float(tcfg.timeout_s), run_uid=record["run_uid"],
             start_ms=start_ms, end_ms=int(time.time() * 1000))
         record.update(state="sent", run_id=outcome.mlflow_run_id)

@@ -31,6 +31,7 @@ from harness.core.configs import store_schema
 from harness.core.context import CaseResult, HarnessInputError, RunContext
 from harness.core.params import build, case_params
 from harness.core.warmup import WarmUp
+from harness.families.metric_kinds import BEAM as METRIC_KINDS  # noqa: F401 - read by the runner
 from harness.metrics import gates as G
 from harness.metrics import library as Mx
 

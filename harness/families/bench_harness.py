@@ -34,6 +34,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.families.metric_kinds import BENCH as METRIC_KINDS  # noqa: F401 - read by the runner
 
 log = logging.getLogger(__name__)
 CASE = "bench/harness_overhead"

@@ -25,6 +25,7 @@ from typing import Any, Dict, List
 from omegaconf import OmegaConf
 
 from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.families.metric_kinds import BENCH as METRIC_KINDS  # noqa: F401 - read by the runner
 
 
 def _params(cfg) -> Dict[str, Any]:

@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from omegaconf import OmegaConf
 
 from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.families.metric_kinds import BENCH as METRIC_KINDS  # noqa: F401 - read by the runner
 
 log = logging.getLogger(__name__)
 EXPERIMENT = "harness/bench_tracking"

@@ -37,6 +37,7 @@ from harness.core.configs import store_schema
 from harness.core.context import CaseResult, HarnessInputError, RunContext
 from harness.core.params import build
 from harness.core.warmup import WarmUp
+from harness.families.metric_kinds import INTEGRATORS as METRIC_KINDS  # noqa: F401 - read by the runner
 from harness.metrics import library as M
 
 log = logging.getLogger(__name__)

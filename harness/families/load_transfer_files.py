@@ -19,6 +19,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from harness.core.configs import store_schema
 from harness.core.context import CaseResult, HarnessInputError, RunContext
 from harness.core.params import case_params
+from harness.families.metric_kinds import LOAD_TRANSFER as METRIC_KINDS  # noqa: F401 - read by the runner
 from harness.metrics import library as M
 
 log = logging.getLogger(__name__)

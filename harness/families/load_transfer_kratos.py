@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.core.context import CaseResult, HarnessInputError, RunContext
 from harness.core.params import case_params, check_rules
+from harness.families.metric_kinds import KRATOS as METRIC_KINDS  # noqa: F401 - read by the runner
 from harness.metrics import library as M
 
 log = logging.getLogger(__name__)

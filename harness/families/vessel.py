@@ -31,6 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 from harness.core.configs import store_schema
 from harness.core.context import CaseResult, HarnessInputError, RunContext
 from harness.core.warmup import WarmUp
+from harness.families.metric_kinds import VESSEL as METRIC_KINDS  # noqa: F401 - read by the runner
 from harness.metrics import library as M
 
 log = logging.getLogger(__name__)

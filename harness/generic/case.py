@@ -38,6 +38,7 @@ from harness.generic.model import (
 )
 from harness.generic.schema import GenericConf, OutputConf
 from harness.metrics import library as M
+from harness.metrics.kinds import KINDS
 
 log = logging.getLogger(__name__)
 WHERE = "case.params"
@@ -207,7 +208,9 @@ def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     series = _series(conf, ns)
     _save_quantities(ctx, ns)
     _plots(conf, ctx, ns)
-    return CaseResult(metrics=metrics, series=series, info=info)
+    kinds = {name: str(spec.get("kind") or M.library_metric(str(spec.metric)).kind)
+             for name, spec in conf.metrics.items()}
+    return CaseResult(metrics=metrics, series=series, info=info, kinds=kinds)
 
 
 def _run_model(model: DictConfig, ctx: RunContext, info: Dict[str, Any]) -> Optional[Mapping[str, Any]]:
@@ -348,6 +351,8 @@ def _metric_declaration(where: str, spec: DictConfig):
         entry = M.library_metric(str(spec.metric))
     except KeyError as exc:
         raise HarnessInputError(f"{where}.metric: {exc.args[0]}") from None
+    if spec.get("kind") is not None and spec.kind not in KINDS:
+        raise HarnessInputError(f"{where}.kind: unknown metric kind {spec.kind!r} (kinds: {', '.join(KINDS)})")
     given: Dict[str, Any] = dict(spec.inputs)
     for field_name in ("value", "reference"):
         if spec[field_name] is not None:

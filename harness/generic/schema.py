@@ -120,6 +120,8 @@ class MetricConf:
                       a scalar reference is broadcast to the shape of the value
     inputs:           further array inputs of the metric by name (t, dt, x, W_ext)
     options:          scalar options of the metric (J_scale, E_scale, level)
+    kind:             error | value | count | timing | memory (harness.metrics.kinds): how a
+                      baseline compares it; default the library metric's kind
     """
 
     metric: str = MISSING
@@ -127,6 +129,7 @@ class MetricConf:
     reference: Optional[str] = None
     inputs: Dict[str, str] = field(default_factory=dict)
     options: Dict[str, float] = field(default_factory=dict)
+    kind: Optional[str] = None
 
 
 @dataclass

@@ -292,6 +292,8 @@ class LibraryMetric:
     options:  scalar keyword options (numbers from the config)
     unit:     "1" (dimensionless), "value" (the unit of the value) or "t" (the unit of t)
     formula:  the definition, as documented in the README table
+    kind:     error (a distance from a reference) or value (a quantity of the value), see
+              harness.metrics.kinds
     """
 
     fn: object  # the function computing the metric
@@ -300,6 +302,7 @@ class LibraryMetric:
     options: tuple = ()
     unit: str = "1"
     formula: str = ""
+    kind: str = "error"
 
 
 def _energy_drift(value, W_ext=None, E_scale: Optional[float] = None) -> float:
@@ -332,13 +335,16 @@ LIBRARY: Dict[str, LibraryMetric] = {
     "energy_drift": LibraryMetric(_energy_drift, ("value",), optional=("W_ext",), options=("E_scale",),
                                   formula="max_t |E(t) − E(0) − W_ext(t)| / E_scale (default max |E|)"),
     "scd": LibraryMetric(_scd, ("value", "reference"), formula="−log10(max_i |v_i − r_i| / |r_i|), r_i ≠ 0"),
-    "max": LibraryMetric(maximum, ("value",), unit="value", formula="max_i v_i"),
-    "min": LibraryMetric(minimum, ("value",), unit="value", formula="min_i v_i"),
-    "final": LibraryMetric(final, ("value",), unit="value", formula="v[-1]"),
-    "value": LibraryMetric(scalar_value, ("value",), unit="value", formula="v (a scalar or size-1 expression)"),
+    "max": LibraryMetric(maximum, ("value",), unit="value", formula="max_i v_i", kind="value"),
+    "min": LibraryMetric(minimum, ("value",), unit="value", formula="min_i v_i", kind="value"),
+    "final": LibraryMetric(final, ("value",), unit="value", formula="v[-1]", kind="value"),
+    "value": LibraryMetric(scalar_value, ("value",), unit="value", formula="v (a scalar or size-1 expression)",
+                           kind="value"),
     "period": LibraryMetric(period, ("t", "value"), options=("level",), unit="t",
-                            formula="mean spacing of the upward crossings of v − level (linear interpolation)"),
-    "slope": LibraryMetric(slope, ("x", "value"), formula="least-squares slope of log v against log x"),
+                            formula="mean spacing of the upward crossings of v − level (linear interpolation)",
+                            kind="value"),
+    "slope": LibraryMetric(slope, ("x", "value"), formula="least-squares slope of log v against log x",
+                           kind="value"),
 }
 
 

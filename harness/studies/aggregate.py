@@ -139,12 +139,19 @@ def _no_jobs(sweep_dir: Path) -> bool:
 
 class StudyCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from harness.core.context import HarnessInputError
+        from harness.studies.options import check_study
+
+        try:  # the study's own options: one line and exit 2 before any job runs or any file is written
+            check_study(config, _family(config), study_function)
+        except HarnessInputError as exc:  # Hydra turns a callback's exception into a warning
+            print(f"harness: error: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(G.EXIT_INPUT) from None
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
         sweep_dir.mkdir(parents=True, exist_ok=True)
         pins: Dict[str, str] = {"hydra.sweep.dir": str(sweep_dir)}
         per_job = 0
         if str(OmegaConf.select(config, "study.kind", default="")) == "validation":
-            from harness.core.context import HarnessInputError
             from harness.studies import (
                 validation,  # the samples become the sweep before anything is recorded
             )
@@ -205,7 +212,16 @@ class StudyCallback(Callback):
             _LAST["exit_code"] = max(_LAST["exit_code"], G.EXIT_INPUT)
             close_open_parents(reason)
             return
-        summary = aggregate(sweep_dir, OmegaConf.select(config, "study"), _family(config), state.get("notes"))
+        try:
+            summary = aggregate(sweep_dir, OmegaConf.select(config, "study"), _family(config), state.get("notes"))
+        except Exception as exc:  # noqa: BLE001 - an error of the study is its verdict (harness.studies.failure)
+            from harness.studies import failure
+
+            parent = state.get("parent_run_id")
+            _OPEN_PARENTS.pop(parent, None)
+            _LAST["exit_code"] = max(_LAST["exit_code"], failure.record(exc, sweep_dir, OmegaConf.select(
+                config, "study"), state))
+            return
         _LAST["exit_code"] = max(_LAST["exit_code"], summary["exit_code"])
         print(summary_line(summary), flush=True)
         uri, parent = state.get("tracking_uri"), state.get("parent_run_id")

@@ -63,7 +63,8 @@ def _where(suite: DictConfig) -> str:
 
 
 def select(suite: DictConfig, cases: Optional[Sequence[CaseInfo]] = None) -> List[CaseInfo]:
-    """The cases ``suite.select`` picks from the catalogue, in catalogue (name) order.
+    """The cases ``suite.select`` picks from the catalogue, in catalogue (name) order, or
+    shuffled with ``suite.order_seed``.
 
     Raises HarnessInputError for a tag no case carries, a family without cases, a pattern
     or an override pattern matching no case of the catalogue, or an empty selection.
@@ -113,6 +114,10 @@ def select(suite: DictConfig, cases: Optional[Sequence[CaseInfo]] = None) -> Lis
     for pattern in (suite.overrides or {}):  # a typo, not a narrowed selection
         if not any(matches(n, [pattern]) for n in names):
             raise HarnessInputError(f"{where}: suite.overrides: {pattern!r} matches no case")
+    if suite.get("order_seed") is not None:  # the same order in the CLI and in the callback
+        import random
+
+        random.Random(int(suite.order_seed)).shuffle(out)
     return out
 
 
@@ -341,7 +346,16 @@ class SuiteCallback(Callback):
 
         sweep_dir = Path(config.hydra.sweep.dir)
         progress.sweep_end(sweep_dir)
-        summary = finish(sweep_dir)
+        try:
+            summary = finish(sweep_dir)
+        except Exception as exc:  # noqa: BLE001 - Hydra would make it a warning: a verdict instead
+            from harness.studies.failure import exit_code_of, reason_of
+
+            reason = f"suite {OmegaConf.select(config, 'suite.name', default='?')}: summary failed: {reason_of(exc)}"
+            log.debug("%s", reason, exc_info=True)
+            print(f"harness: error: {reason}", file=sys.stderr, flush=True)
+            close_open_parents(reason)
+            summary = {"exit_code": exit_code_of(exc), "error": reason}
         _LAST["exit_code"] = max(_LAST["exit_code"], summary["exit_code"])
         _LAST["summary"] = summary
 
