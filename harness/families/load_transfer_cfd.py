@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.core.context import CaseResult, HarnessInputError, RunContext
 from harness.core.params import case_params, check_rules
+from harness.families.metric_kinds import CFD as METRIC_KINDS  # noqa: F401 - read by the runner
 
 log = logging.getLogger(__name__)
 

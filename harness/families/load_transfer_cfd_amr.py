@@ -17,6 +17,7 @@ import numpy as np
 
 from harness.core.shipped import cache_root
 from harness.core.context import HarnessInputError, RunContext
+from harness.families.metric_kinds import CFD as METRIC_KINDS  # noqa: F401 - read by the runner
 
 log = logging.getLogger(__name__)
 

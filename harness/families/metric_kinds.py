@@ -83,6 +83,19 @@ LOAD_TRANSFER: Dict[str, str] = {
     "shear_1_0_max": VALUE, "*_N": VALUE, "*_Pa": VALUE, "*_m": VALUE, "*_J": VALUE,
 }
 
+# the CFD source of seed 000 (load_transfer_cfd, load_transfer_cfd_amr)
+CFD: Dict[str, str] = {
+    "impulse": VALUE, "force_peak": VALUE, "pressure_peak": VALUE, "area_error_max": ERROR, "violations": COUNT,
+    "nan_count": COUNT, "time_steps": COUNT, "restart_max_diff": ERROR, "restart_state_diff": ERROR,
+    "restart_stopped": COUNT, "restart_frames_before_stop": COUNT, "restart_frames_compared": COUNT,
+    "restart_stop_time": VALUE, "patches_max": COUNT, "covered_wall_cells_max": COUNT, "levels_on_wall": COUNT,
+    "observed_order_min": VALUE, "observed_order_finest": VALUE, "reference_shock_radius": VALUE,
+    "order_deficit": ERROR,
+    **_TIMINGS,
+    "l1_error_*": ERROR, "shock_radius_error_cells_*": ERROR, "*_gci_fine": ERROR, "*_order": VALUE,
+    "*_extrapolated": VALUE, "impulse_*": VALUE, "force_peak_*": VALUE,
+}
+
 VESSEL: Dict[str, str] = {
     "ramp_time_s": VALUE, "fraction_time_s": VALUE,  # simulated times [s], not wall times
     "n_solves": COUNT, "n_steps": COUNT, "nfev": COUNT, "njev": COUNT, "passes": COUNT, "success": COUNT,

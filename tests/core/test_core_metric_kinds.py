@@ -17,10 +17,13 @@ REG = {"rel": 1e-6, "abs": 0.0, "analytic_rel": 1e-12, "analytic_abs": 1e-14, "t
 
 
 def test_every_family_table_names_known_kinds_and_every_adapter_module_has_one():
+    import re
+
     import harness.families as fam
+    from harness.core.shipped import SHIPPED_ROOT
     from harness.families import metric_kinds as tables
 
-    for name in ("BEAM", "DEM", "INTEGRATORS", "LOAD_TRANSFER", "VESSEL", "KRATOS", "BENCH"):
+    for name in ("BEAM", "DEM", "INTEGRATORS", "LOAD_TRANSFER", "VESSEL", "KRATOS", "BENCH", "CFD"):
         K.check_table(getattr(tables, name), name)
     adapters = []
     for info in pkgutil.iter_modules(fam.__path__):
@@ -30,6 +33,12 @@ def test_every_family_table_names_known_kinds_and_every_adapter_module_has_one()
             adapters.append(info.name)
             assert isinstance(getattr(module, "METRIC_KINDS", None), dict), info.name
     assert {"beam", "dem", "integrators", "load_transfer", "vessel"} <= set(adapters)
+    # every module a shipped case names as its adapter, whatever its functions are called
+    named = {m.group(1) for f in (SHIPPED_ROOT / "conf" / "case").rglob("*.yaml")
+             for m in re.finditer(r"adapter:\s*(harness\.families\.\w+):", f.read_text())}
+    assert "harness.families.load_transfer_cfd" in named
+    for module_name in sorted(named):
+        assert isinstance(getattr(importlib.import_module(module_name), "METRIC_KINDS", None), dict), module_name
     with pytest.raises(ValueError, match=r"unknown metric kind 'speed' \(kinds: error, value, count, timing, memory\)"):
         K.check_table({"x": "speed"}, "T")
 
