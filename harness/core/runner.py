@@ -29,6 +29,7 @@ from harness.core.context import (
 )
 from harness.core.inputs import resolve_input_paths
 from harness.core.manifest import build_manifest, canonical_json, git_state, sha256_text
+from harness.launch import slurm_job
 from harness.metrics import gates as G
 from harness.tracking import records as tracking
 
@@ -254,6 +255,8 @@ def _write_records(ctx: RunContext, outcome: Outcome, result: CaseResult, gate_r
         inputs=ctx.inputs, outputs=sorted(set(outputs)), run_dir=run_dir, timings=ctx.timings,
         gates={k: g.as_dict() for k, g in gate_results.items()}, verdict=outcome.verdict,
         metrics=outcome.metrics, info=result.info, status=outcome.status, error=outcome.message, git=git)
+    if slurm_job.job_block():  # a job of hydra/launcher=slurm: its Slurm id, node, queue wait, run time
+        manifest["slurm"] = slurm_job.job_block()
     atomic_write_text(run_dir / "manifest.json", json.dumps(manifest, indent=2, default=_json_default))
 
 
@@ -283,6 +286,7 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
     from harness.core.regression import regression_metrics, regression_tags
 
     tags.update(regression_tags(outcome.regression))
+    tags.update(slurm_job.job_tags())
     if note:
         tags["mlflow.note.content"] = note
     record = {"state": "unsent", "uri": str(tcfg.uri), "artifact_root": tcfg.get("artifact_root"),

@@ -34,12 +34,12 @@ from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf, SlurmQue
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
 
 from harness.launch import slurm_queue as Q
+from harness.launch.slurm_job import JOB_ENV
 
 log = logging.getLogger(__name__)
 
 JOBS_FILE = "slurm_jobs.json"
 JOB_FILE = "slurm.json"
-JOB_ENV = "HARNESS_SLURM_JOB"  # in a job: JSON of its Slurm id, node, submit and start times
 
 
 # Hydra instantiates launchers registered under a ``hydra_plugins.`` name only (the design card fixes
@@ -85,14 +85,14 @@ def _write_json(path: Path, doc: Any) -> None:
 
 
 def _job_env_info() -> Dict[str, Any]:
-    """This Slurm job's id, node, submit and start times (epoch s), from its environment and sacct."""
+    """This Slurm job's id, node, submit and start times (epoch s), from its environment and scontrol."""
     jid = os.environ.get("SLURM_JOB_ID", "")
     if os.environ.get("SLURM_ARRAY_JOB_ID"):
         jid = f"{os.environ['SLURM_ARRAY_JOB_ID']}_{os.environ.get('SLURM_ARRAY_TASK_ID', '0')}"
     info: Dict[str, Any] = {"job_id": jid, "node": os.environ.get("SLURMD_NODENAME"),
                             "started_in_job": time.time()}
     try:
-        row = Q.job_table([jid]).get(jid) or {}
+        row = Q.controller_times(jid)
         info.update(submit=row.get("submit"), start=row.get("start"))
         if row.get("submit") and row.get("start"):
             info["queue_wait_s"] = float(row["start"]) - float(row["submit"])
@@ -152,6 +152,7 @@ class HarnessSlurmLauncher(SlurmLauncher):
             self._record(sweep_dir, ids, table, why)
             self._say_lost(ids, table, why, [n for n in nums if ids[n] in left])
             raise
+        table = self._settle(list(ids.values()), ids)  # accounting lags a job's result file by a moment
         returns, lost = [], []
         for num, overrides in zip(nums, job_overrides):
             job = by_num[num]
@@ -163,6 +164,7 @@ class HarnessSlurmLauncher(SlurmLauncher):
                     why[ids[num]] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:200]}"
             if ret is None:
                 lost.append(num)
+                why.setdefault(ids[num], "ended without a result")
                 ret = self._lost_return(sweep_dir, num, overrides)
             returns.append(ret)
         self._record(sweep_dir, ids, table, why)
@@ -208,7 +210,10 @@ class HarnessSlurmLauncher(SlurmLauncher):
     def _lost_return(self, sweep_dir: Path, num: int, overrides: Sequence[str]) -> JobReturn:
         """A job that left no result: its directory (so the study counts it) and a plain return."""
         job_dir = sweep_dir / str(num)
-        job_dir.mkdir(parents=True, exist_ok=True)
+        overrides_file = job_dir / ".hydra" / "overrides.yaml"
+        if not overrides_file.is_file():  # never started: the overrides it was given, as Hydra writes them
+            overrides_file.parent.mkdir(parents=True, exist_ok=True)
+            _write_json(overrides_file, list(overrides))  # JSON is YAML
         ret = JobReturn(overrides=list(overrides), working_dir=str(job_dir), task_name="harness",
                         status=JobStatus.COMPLETED)
         ret.return_value = None

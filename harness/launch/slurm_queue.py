@@ -81,6 +81,14 @@ def job_table(job_ids: Iterable[str]) -> Dict[str, Dict[str, object]]:
     return table
 
 
+def controller_times(job_id: str) -> Dict[str, Optional[float]]:
+    """``{"submit", "start"}`` (epoch s) of a job as slurmctld has them now (``scontrol show job``);
+    accounting (sacct) may not know a job that has just started."""
+    res = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=60)
+    fields = dict(f.split("=", 1) for f in res.stdout.split() if "=" in f)
+    return {"submit": _time(fields.get("SubmitTime")), "start": _time(fields.get("StartTime"))}
+
+
 def pending_reasons(job_ids: Iterable[str]) -> Dict[str, str]:
     """``{job id: reason}`` of the pending jobs among ``job_ids`` (squeue, up to date)."""
     ids = sorted({j.split("_")[0] for j in job_ids})
