@@ -19,7 +19,8 @@ TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_
             "BOOT_FAIL", "DEADLINE", "REVOKED")
 # reasons of a pending job that no waiting cures: no node of its partition can take it
 UNRUNNABLE = ("ReqNodeNotAvail", "PartitionDown", "PartitionInactive", "PartitionNodeLimit",
-              "PartitionTimeLimit", "Nodes_required_for_job_are_DOWN", "BadConstraints", "InvalidAccount",
+              "PartitionTimeLimit", "Nodes_required_for_job_are_DOWN",
+              "BadConstraints", "InvalidAccount",
               "InvalidQOS", "QOSMaxWallDurationPerJobLimit", "AssocMaxWallDurationPerJobLimit")
 _FIELDS = ("JobID", "State", "Submit", "Start", "End", "NodeList", "Reason", "ExitCode")
 
@@ -104,8 +105,9 @@ def pending_reasons(job_ids: Iterable[str]) -> Dict[str, str]:
 
 
 def unrunnable(reason: str) -> bool:
-    """True for a pending reason that says no node can take the job as things stand."""
-    return any(reason.startswith(r) for r in UNRUNNABLE)
+    """True for a pending reason that says no node can take the job as things stand
+    (squeue spells some with spaces, sacct with underscores)."""
+    return any(reason.startswith(r) or reason.replace(" ", "_").startswith(r.replace(" ", "_")) for r in UNRUNNABLE)
 
 
 def cancel(job_ids: Iterable[str]) -> None:

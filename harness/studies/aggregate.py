@@ -138,6 +138,11 @@ def _no_jobs(sweep_dir: Path) -> bool:
 
 class StudyCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from harness.studies import resume
+
+        if resume.resuming(config):  # `python -m harness resume`: the same directory and parent run
+            resume.start(config, STATE_FILE, _OPEN_PARENTS, pin_for_workers)
+            return
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
         sweep_dir.mkdir(parents=True, exist_ok=True)
         pins: Dict[str, str] = {"hydra.sweep.dir": str(sweep_dir)}

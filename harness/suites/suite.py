@@ -272,6 +272,13 @@ class SuiteCallback(Callback):
         )
         from harness.tracking import records as tracking
 
+        from harness.studies import resume
+
+        if resume.resuming(config):  # `python -m harness resume`: the same directory and parent run
+            pins = {f"hydra.job.env_set.{DEADLINE_KEY}": repr(time.time() + float(config.suite.budget_s))} \
+                if config.suite.budget_s is not None else {}
+            resume.start(config, STATE_FILE, _OPEN, pin_for_workers, pins)
+            return
         t0 = time.perf_counter()
         suite = config.suite
         cases = select(suite)

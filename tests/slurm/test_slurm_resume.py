@@ -1,0 +1,96 @@
+"""``python -m harness resume``: only the jobs that did not finish run again, in the same directory
+and parent run, and the study equals an uninterrupted one; on Slurm and on joblib."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import shutil
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+HOLD = 'hydra.launcher.setup=["case $SLURM_ARRAY_TASK_ID in [2-3]) sleep 600;; esac"]'
+
+
+def _study(sweep):
+    return json.loads((sweep / "study" / "study.json").read_text())
+
+
+def _same_study(a, b):
+    assert a["verdict"] == b["verdict"] and a["n_jobs"] == b["n_jobs"] and a["n_failed"] == b["n_failed"] == 0
+    assert set(a["metrics"]) == set(b["metrics"])
+    for k, v in b["metrics"].items():
+        assert a["metrics"][k] == pytest.approx(v, rel=1e-12, abs=1e-15), k
+
+
+def _children(uri, parent_id):
+    client = MlflowClient(uri)
+    parent = client.get_run(parent_id)
+    return parent, client.search_runs([parent.info.experiment_id],
+                                      filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
+
+
+@pytest.fixture(scope="module")
+def local_study(tmp_path_factory, sl):
+    """The uninterrupted 4-level study, run locally (basic launcher)."""
+    out = tmp_path_factory.mktemp("local")
+    res = sl.harness(["-m", *sl.STUDY], out)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return _study(sl.latest_sweep(out))
+
+
+def test_resume_on_slurm_after_sigterm_by_parent_run_id(tmp_path, sl, empty_queue, local_study):
+    out, log = tmp_path / "out", tmp_path / "log.txt"
+    proc = sl.popen(["-m", *sl.STUDY, "hydra/launcher=slurm", HOLD], out, log)
+    sl.wait_for("tasks 2 and 3 running", lambda: sl.running(2) and sl.running(3), 120)
+    sweep = sl.latest_sweep(out)
+    sl.wait_for("jobs 0 and 1 done", lambda: all((sweep / str(j) / "outcome.json").is_file() for j in (0, 1)), 120)
+    kept = {j: (sweep / str(j) / "outcome.json").stat().st_mtime_ns for j in (0, 1)}
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+    assert proc.returncode == 130, log.read_text()[-3000:]
+    state = json.loads((sweep / "study_state.json").read_text())
+    parent, _ = _children(state["tracking_uri"], state["parent_run_id"])
+    assert parent.info.status == "KILLED" and sl.queue() == []
+    # resume by the parent run's id (looked up in the sweep's store)
+    res = sl.harness(["resume", state["parent_run_id"]], out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "study integrators/fixed_step_order  PASS  jobs=4 failed=0" in res.stdout
+    assert "rerunning 2 job(s) [2, 3]" in res.stderr
+    assert {j: (sweep / str(j) / "outcome.json").stat().st_mtime_ns for j in (0, 1)} == kept  # not rerun
+    _same_study(_study(sweep), local_study)
+    parent, kids = _children(state["tracking_uri"], state["parent_run_id"])
+    assert parent.info.status == "FINISHED" and parent.data.tags["n_jobs"] == "4"
+    outcome_ids = {json.loads((sweep / str(j) / "outcome.json").read_text())["mlflow_run_id"] for j in range(4)}
+    assert outcome_ids <= {k.info.run_id for k in kids if k.info.status == "FINISHED"}
+    recs = [json.loads((sweep / str(j) / "slurm.json").read_text()) for j in (2, 3)]
+    assert all(r["state"] == "COMPLETED" for r in recs)
+
+
+def test_resume_on_joblib_reruns_the_missing_job(tmp_path, sl, local_study):
+    """A job directory lost (a crashed node, a deleted folder): resume by directory reruns it alone."""
+    out = tmp_path / "out"
+    res = sl.harness(["-m", *sl.STUDY, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], out)
+    assert res.returncode == 0, res.stderr[-3000:]
+    sweep = sl.latest_sweep(out)
+    state = json.loads((sweep / "study_state.json").read_text())
+    shutil.rmtree(sweep / "3")
+    kept = {j: (sweep / str(j) / "outcome.json").stat().st_mtime_ns for j in range(3)}
+    res = sl.harness(["resume", str(sweep)], out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "rerunning 1 job(s) [3]" in res.stderr and res.stdout.count("integrators/linear_ros2  PASS") == 1
+    assert {j: (sweep / str(j) / "outcome.json").stat().st_mtime_ns for j in range(3)} == kept
+    _same_study(_study(sweep), local_study)
+    parent, _ = _children(state["tracking_uri"], state["parent_run_id"])
+    assert parent.info.status == "FINISHED" and json.loads((sweep / "study_state.json").read_text())["resumed"]
+    # nothing left to do: a second resume reruns nothing and aggregates the same study
+    res = sl.harness(["resume", str(sweep)], out)
+    assert res.returncode == 0 and "rerunning 0 job(s)" in res.stderr
+    _same_study(_study(sweep), local_study)
+
+
+def test_resume_of_something_else_is_one_line_and_exit_2(tmp_path, sl):
+    res = sl.harness(["resume", str(tmp_path)], tmp_path)
+    assert res.returncode == 2 and res.stderr.strip() == f"harness: error: {tmp_path}: not a sweep or suite " \
+                                                          "directory (no multirun.yaml)"
