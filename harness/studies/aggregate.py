@@ -141,7 +141,7 @@ class StudyCallback(Callback):
         from harness.studies import resume
 
         if resume.resuming(config):  # `python -m harness resume`: the same directory and parent run
-            resume.start(config, STATE_FILE, _OPEN_PARENTS, pin_for_workers)
+            resume.start(config, STATE_FILE, _OPEN_PARENTS, pin_for_workers, (PARENT_RUN_KEY, TRACKING_URI_KEY))
             return
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
         sweep_dir.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from omegaconf import DictConfig, OmegaConf, flag_override
 
@@ -69,10 +69,15 @@ def _reopen(uri: str, run_id: str) -> None:
 
 
 def start(config: DictConfig, state_file: str, open_parents: Dict[str, str], pin: Callable[..., None],
-          extra_pins: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-    """Prepare the resumed multirun (module docstring); returns the updated state."""
+          keys: Tuple[str, str], extra_pins: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """Prepare the resumed multirun (module docstring); returns the updated state.
+
+    ``pin(config, pins)`` adds overrides to every job config; ``keys``: the ``hydra.job.env_set``
+    keys of the parent run id and the tracking URI (harness.studies.aggregate).
+    """
     from harness.launch.resume_sweeper import register
-    from harness.studies.aggregate import PARENT_RUN_KEY, TRACKING_URI_KEY
+
+    parent_key, uri_key = keys
 
     sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
     state = json.loads((sweep_dir / state_file).read_text())
@@ -91,8 +96,8 @@ def start(config: DictConfig, state_file: str, open_parents: Dict[str, str], pin
     if uri and parent:
         _reopen(uri, parent)
         open_parents[parent] = uri
-        pins.update({"tracking.uri": uri, f"hydra.job.env_set.{TRACKING_URI_KEY}": uri,
-                     f"hydra.job.env_set.{PARENT_RUN_KEY}": parent})
+        pins.update({"tracking.uri": uri, f"hydra.job.env_set.{uri_key}": uri,
+                     f"hydra.job.env_set.{parent_key}": parent})
     pin(config, pins)
     name = register()
     with flag_override(config, ["readonly", "struct"], [False, False]):

@@ -277,7 +277,7 @@ class SuiteCallback(Callback):
         if resume.resuming(config):  # `python -m harness resume`: the same directory and parent run
             pins = {f"hydra.job.env_set.{DEADLINE_KEY}": repr(time.time() + float(config.suite.budget_s))} \
                 if config.suite.budget_s is not None else {}
-            resume.start(config, STATE_FILE, _OPEN, pin_for_workers, pins)
+            resume.start(config, STATE_FILE, _OPEN, pin_for_workers, (PARENT_RUN_KEY, TRACKING_URI_KEY), pins)
             return
         t0 = time.perf_counter()
         suite = config.suite
