@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import List, Sequence
+from typing import Callable, List, Sequence
 
 from harness.core.context import HarnessInputError
 
@@ -45,10 +45,11 @@ def sweep_dir_of(target: str, rest: Sequence[str]) -> Path:
     return Path(tagged).resolve()
 
 
-def main(args: List[str]) -> int:
+def main(args: List[str], hydra_main: Callable[..., None], job_exit_code: Callable[[], int]) -> int:
+    """Resume (module docstring); ``hydra_main(task)`` runs the Hydra app of harness.cli.main,
+    ``job_exit_code()`` is the worst exit code of the jobs run in this process."""
     from omegaconf import OmegaConf
 
-    from harness.cli import main as cli
     from harness.studies import resume
 
     if not args or args[0].startswith("-"):
@@ -63,11 +64,11 @@ def main(args: List[str]) -> int:
         if (sweep_dir / "suite_state.json").is_file():
             from harness.suites import suite as suites
 
-            cli._hydra_main(suites.suite_task)
-            return max(cli._State.exit_code, suites.last_exit_code())
+            hydra_main(suites.suite_task)
+            return max(job_exit_code(), suites.last_exit_code())
         from harness.studies.aggregate import last_exit_code
 
-        cli._hydra_main()
-        return max(cli._State.exit_code, last_exit_code())
+        hydra_main()
+        return max(job_exit_code(), last_exit_code())
     finally:
         os.environ.pop(resume.ENV, None)

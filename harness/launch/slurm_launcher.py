@@ -101,6 +101,15 @@ def _job_env_info() -> Dict[str, Any]:
     return info
 
 
+def _subdir(idx: int, overrides: Sequence[str]) -> int:
+    """The job directory number of a job: its ``hydra.sweep.subdir=N`` override (a resumed job), else ``idx``."""
+    for o in overrides:
+        key, _, value = str(o).lstrip("+~").partition("=")
+        if key == "hydra.sweep.subdir" and value.isdigit():
+            return int(value)
+    return idx
+
+
 class HarnessSlurmLauncher(SlurmLauncher):
     def __init__(self, poll_s: float = 1.0, unrunnable_after_s: float = 20.0, **params: Any) -> None:
         super().__init__(**params)
@@ -129,11 +138,12 @@ class HarnessSlurmLauncher(SlurmLauncher):
         assert self.config is not None and job_overrides
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        nums = [initial_job_idx + i for i in range(len(job_overrides))]
+        nums = [_subdir(initial_job_idx + i, o) for i, o in enumerate(job_overrides)]
         args = []
-        for num, overrides in zip(nums, job_overrides):
-            log.info("\t#%d : %s", num, " ".join(filter_overrides(overrides)))
-            args.append((list(overrides), "hydra.sweep.dir", num, f"job_id_for_{num}", Singleton.get_state()))
+        for i, (num, overrides) in enumerate(zip(nums, job_overrides)):
+            idx = initial_job_idx + i
+            log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
+            args.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}", Singleton.get_state()))
         jobs = self._executor().map_array(self, *zip(*args))
         by_num = {num: job for num, job in zip(nums, jobs)}
         ids = {num: str(job.job_id) for num, job in by_num.items()}
