@@ -114,6 +114,15 @@ def empty_queue(slurm):
 
 
 @pytest.fixture(scope="session")
+def local_study(tmp_path_factory):
+    """study.json of the uninterrupted 4-level study, run locally (basic launcher), once per session."""
+    out = tmp_path_factory.mktemp("local_study")
+    res = harness(["-m", *STUDY], out)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads((latest_sweep(out) / "study" / "study.json").read_text())
+
+
+@pytest.fixture(scope="session")
 def sl():
     return SimpleNamespace(PY=PY, ROOT=ROOT, STUDY=STUDY, SWEEP=SWEEP, harness=harness, popen=popen, queue=queue,
                            wait_for=wait_for, running=running, latest_sweep=latest_sweep, scontrol=scontrol,

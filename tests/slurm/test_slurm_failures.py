@@ -19,6 +19,8 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
+from tests.conftest import full_size
+
 CASE = "+case=integrators/linear_ros2"
 
 
@@ -98,8 +100,10 @@ def test_a_node_drained_while_a_job_is_queued(tmp_path, sl, empty_queue):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not full_size(), reason="a one-minute time limit: HARNESS_FULL=1 only")
 def test_a_job_killed_at_its_time_limit(tmp_path, sl, empty_queue):
-    """timeout_min=1: Slurm kills the held job after a minute (state TIMEOUT); the other is kept."""
+    """timeout_min=1 (Slurm's smallest): Slurm kills the held job after a minute (state TIMEOUT);
+    the other job is kept."""
     out = tmp_path / "out"
     res = sl.harness(["-m", CASE, "integrator.n_steps=50,100", "hydra/launcher=slurm", hold("1"),
                       "hydra.launcher.timeout_min=1"], out, timeout=400)

@@ -65,7 +65,7 @@ def test_readme_cluster_script_starts_and_stops_as_written(sl, slurm):
 
 def test_readme_launcher_settings_compose(sl, tmp_path):
     text = section(sl)
-    shown = re.findall(r"`('?hydra\.launcher\.[^`]*)`", text)
+    shown = re.findall(r"`('?\+?hydra\.launcher\.[^`]*)`", text)
     fragments = [x for f in shown for x in shlex.split(f) if "=" in x]
     assert len(fragments) >= 4
     res = sl.harness(["hydra/launcher=slurm", "+case=integrators/linear_ros2", *fragments,

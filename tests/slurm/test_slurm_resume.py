@@ -31,15 +31,6 @@ def _children(uri, parent_id):
                                       filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
 
 
-@pytest.fixture(scope="module")
-def local_study(tmp_path_factory, sl):
-    """The uninterrupted 4-level study, run locally (basic launcher)."""
-    out = tmp_path_factory.mktemp("local")
-    res = sl.harness(["-m", *sl.STUDY], out)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return _study(sl.latest_sweep(out))
-
-
 def test_resume_on_slurm_after_sigterm_by_parent_run_id(tmp_path, sl, empty_queue, local_study):
     out, log = tmp_path / "out", tmp_path / "log.txt"
     proc = sl.popen(["-m", *sl.STUDY, "hydra/launcher=slurm", HOLD], out, log)
