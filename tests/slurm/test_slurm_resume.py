@@ -75,10 +75,6 @@ def test_resume_on_joblib_reruns_the_missing_job(tmp_path, sl, local_study):
     _same_study(_study(sweep), local_study)
     parent, _ = _children(state["tracking_uri"], state["parent_run_id"])
     assert parent.info.status == "FINISHED" and json.loads((sweep / "study_state.json").read_text())["resumed"]
-    # nothing left to do: a second resume reruns nothing and aggregates the same study
-    res = sl.harness(["resume", str(sweep)], out)
-    assert res.returncode == 0 and "rerunning 0 job(s)" in res.stderr
-    _same_study(_study(sweep), local_study)
 
 
 def test_resume_of_something_else_is_one_line_and_exit_2(tmp_path, sl):
