@@ -56,8 +56,9 @@ def main(args: List[str], hydra_main: Callable[..., None], job_exit_code: Callab
         raise HarnessInputError(USAGE)
     sweep_dir = sweep_dir_of(args[0], args[1:])
     launched = OmegaConf.load(sweep_dir / "multirun.yaml")
-    task = [str(o) for o in launched.hydra.overrides.task]
-    hydra_args = [str(o) for o in launched.hydra.overrides.hydra]
+    # as they were typed: an override may hold an interpolation (${...}) for the job to resolve
+    task = [str(o) for o in OmegaConf.to_container(launched.hydra.overrides.task, resolve=False)]
+    hydra_args = [str(o) for o in OmegaConf.to_container(launched.hydra.overrides.hydra, resolve=False)]
     os.environ[resume.ENV] = str(sweep_dir)
     sys.argv = [sys.argv[0], "-m", *task, *hydra_args, f"hydra.sweep.dir={sweep_dir}"]
     try:

@@ -40,7 +40,7 @@ def original_jobs(config: DictConfig) -> List[List[str]]:
     from harness.launch.hydra_sweeps import basic_sweeper
 
     params = [f"{k}={v}" for k, v in (OmegaConf.select(config, "hydra.sweeper.params") or {}).items()]
-    args = params + [str(o) for o in config.hydra.overrides.task]
+    args = params + [str(o) for o in OmegaConf.to_container(config.hydra.overrides.task, resolve=False)]
     parsed = OverridesParser.create().parse_overrides(args)
     return [list(j) for batch in basic_sweeper().split_arguments(parsed, None) for j in batch]
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import shutil
+import signal
+import subprocess
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -81,3 +82,35 @@ def test_resume_of_something_else_is_one_line_and_exit_2(tmp_path, sl):
     res = sl.harness(["resume", str(tmp_path)], tmp_path)
     assert res.returncode == 2 and res.stderr.strip() == f"harness: error: {tmp_path}: not a sweep or suite " \
                                                           "directory (no multirun.yaml)"
+
+
+def test_a_suite_with_a_cancelled_job_fails_names_it_and_resumes(tmp_path, sl, empty_queue):
+    """suite=fast on its beam cases; the second job is cancelled while it runs: exit 1, the case's
+    row names the Slurm job, the parent FAILED; resume by directory: the same parent FINISHED,
+    every case passes as in an uninterrupted run."""
+    out, log = tmp_path / "out", tmp_path / "log.txt"
+    hold = 'hydra.launcher.setup=["case $SLURM_ARRAY_TASK_ID in 1) sleep 600;; esac"]'
+    proc = sl.popen(["suite=fast", "suite.select.families=[beam]", "hydra/launcher=slurm", hold], out, log)
+    jid = sl.wait_for("task 1 running", lambda: sl.running(1), 120)
+    suite_dir = sorted((out / "suites" / "fast").iterdir())[-1]
+    sl.wait_for("the other jobs done", lambda: sum((suite_dir / str(j) / "outcome.json").is_file()
+                                                    for j in range(6)) == 5, 180)
+    subprocess.run(["scancel", jid], check=True)
+    proc.wait(timeout=120)
+    text = log.read_text()
+    assert proc.returncode == 1, text[-3000:]
+    assert f"harness: lost job #1: Slurm job {jid} CANCELLED" in text
+    summary = json.loads((suite_dir / "suite.json").read_text())
+    assert summary["counts"]["cases"] == 6 and summary["counts"]["error"] == 1 and summary["counts"]["pass"] == 5
+    lost = next(r for r in summary["rows"] if r["status"] == "error")
+    assert lost["case"].startswith("beam/") and lost["message"].startswith(f"Slurm job {jid} CANCELLED")
+    assert f"<code>{jid}</code>" in (suite_dir / "dashboard.html").read_text()
+    parent, _ = _children(summary["tracking_uri"], summary["parent_run_id"])
+    assert parent.info.status == "FAILED"
+    res = sl.harness(["resume", str(suite_dir)], out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "rerunning 1 job(s) [1]" in res.stderr
+    summary = json.loads((suite_dir / "suite.json").read_text())
+    assert summary["counts"]["cases"] == 6 and summary["counts"]["pass"] == 6 and summary["exit_code"] == 0
+    assert summary["parent_run_id"] == parent.info.run_id
+    assert _children(summary["tracking_uri"], parent.info.run_id)[0].info.status == "FINISHED"
