@@ -2,7 +2,7 @@
 
 The study, suite, resume and benchmark commands are run by the tests of this folder with the same
 arguments (the suite at full size with HARNESS_FULL=1, else on its beam cases; the benchmark with
-8 jobs with HARNESS_FULL=1, else 2); this module checks that the README shows exactly those, runs
+HARNESS_FULL=1); this module checks that the README shows exactly those, runs
 the cluster script's start and stop commands as written, and composes every launcher setting the
 README shows.
 """
