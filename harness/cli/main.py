@@ -250,6 +250,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             else:
                 from harness.suites import compare as command
             code = command.main(args[1:])
+        elif args and args[0] == "resume":  # rerun what a sweep or suite did not finish (harness.cli.resume)
+            from harness.cli import resume as resume_command
+
+            code = resume_command.main(args[1:], _hydra_main, lambda: _State.exit_code)
         elif "--list" in args:
             code = list_suite([a for a in args if a != "--list"])
         elif any(a.startswith("suite=") for a in args) or (not _selects_case(args) and not _hydra_flag(args)):

@@ -277,6 +277,12 @@ def register_all() -> None:
     if _REGISTERED:
         return
     register_core()
+    try:  # hydra/launcher=slurm: the submitit plugin's settings plus the harness's (harness.launch.slurm_launcher)
+        from harness.launch.slurm_launcher import register as register_slurm
+    except ImportError:  # hydra-submitit-launcher not installed (the `scale` extra)
+        register_slurm = None
+    if register_slurm is not None:
+        register_slurm()
     # the adapters sit above core and are found by name, as ``case.adapter`` names them
     importlib.import_module(GENERIC_PACKAGE)  # the generic case's schema and resolvers
     families = importlib.import_module(FAMILIES_PACKAGE)

@@ -32,6 +32,7 @@ from harness.core.inputs import resolve_input_paths
 from harness.core.limits import check_limits
 from harness.core.manifest import build_manifest, canonical_json, git_state, sha256_text
 from harness.core.metric_records import adapter_kinds, kind_tags, tracked_series
+from harness.launch import slurm_job
 from harness.metrics import gates as G
 from harness.tracking import records as tracking
 
@@ -291,6 +292,8 @@ def _write_records(ctx: RunContext, outcome: Outcome, result: CaseResult, gate_r
         metrics=outcome.metrics, info=result.info, status=outcome.status, error=outcome.message, git=git)
     manifest["metric_kinds"] = outcome.kinds
     manifest["determinism"] = determinism.record(resolved or {})
+    if slurm_job.job_block():  # a job of hydra/launcher=slurm: its Slurm id, node, queue wait, run time
+        manifest["slurm"] = slurm_job.job_block()
     atomic_write_text(run_dir / "manifest.json", json.dumps(manifest, indent=2, default=_json_default))
 
 
@@ -323,6 +326,7 @@ def _track(cfg: DictConfig, resolved, outcome: Outcome, result: CaseResult, conf
 
     tags.update(regression_tags(outcome.regression))
     tags.update(kind_tags(outcome.kinds))
+    tags.update(slurm_job.job_tags())
     if note:
         tags["mlflow.note.content"] = note
     record = {"state": "unsent", "uri": str(tcfg.uri), "artifact_root": tcfg.get("artifact_root"),

@@ -147,6 +147,11 @@ class StudyCallback(Callback):
         except HarnessInputError as exc:  # Hydra turns a callback's exception into a warning
             print(f"harness: error: {exc}", file=sys.stderr, flush=True)
             raise SystemExit(G.EXIT_INPUT) from None
+        from harness.studies import resume
+
+        if resume.resuming(config):  # `python -m harness resume`: the same directory and parent run
+            resume.start(config, STATE_FILE, _OPEN_PARENTS, pin_for_workers, (PARENT_RUN_KEY, TRACKING_URI_KEY))
+            return
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
         sweep_dir.mkdir(parents=True, exist_ok=True)
         pins: Dict[str, str] = {"hydra.sweep.dir": str(sweep_dir)}

@@ -144,6 +144,9 @@ def build(suite_dir: Path) -> str:
             "<h2>cases</h2>",
             '<table class="cases"><tr><th>case</th><th>verdict</th><th>regression</th><th>wall [s]</th>'
             f'<th>key metrics</th><th>MLflow run</th><th>message</th></tr>{"".join(listing)}</table>']
+    from harness.suites.slurm_table import section as slurm_section
+
+    body.append(slurm_section(rows))  # hydra/launcher=slurm: id, node, queue wait, run time per job
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>suite {_e(summary["suite"])}</title>'
             f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>\n")
 

@@ -286,6 +286,13 @@ class SuiteCallback(Callback):
         )
         from harness.tracking import records as tracking
 
+        from harness.studies import resume
+
+        if resume.resuming(config):  # `python -m harness resume`: the same directory and parent run
+            pins = {f"hydra.job.env_set.{DEADLINE_KEY}": repr(time.time() + float(config.suite.budget_s))} \
+                if config.suite.budget_s is not None else {}
+            resume.start(config, STATE_FILE, _OPEN, pin_for_workers, (PARENT_RUN_KEY, TRACKING_URI_KEY), pins)
+            return
         t0 = time.perf_counter()
         suite = config.suite
         cases = select(suite)
@@ -409,6 +416,17 @@ def _load(path: Path) -> Optional[Dict[str, Any]]:
         return None
 
 
+def _case_of(job_dir: Path) -> Optional[str]:
+    """``FAMILY/NAME`` of the ``+case=`` override in ``<job_dir>/.hydra/overrides.yaml``, if any."""
+    import yaml
+
+    f = job_dir / ".hydra" / "overrides.yaml"
+    for o in (yaml.safe_load(f.read_text()) or []) if f.is_file() else []:
+        if str(o).lstrip("+~").startswith("case="):
+            return str(o).split("=", 1)[1]
+    return None
+
+
 def collect(sweep_dir: Path) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
     """(state, rows): one row per job directory, plus one per selected case without a job."""
     sweep_dir = Path(sweep_dir)
@@ -418,9 +436,14 @@ def collect(sweep_dir: Path) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
     for job_dir in sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)):
         out = _load(job_dir / "outcome.json")
         job = _load(job_dir / JOB_FILE) or {}
+        slurm = _load(job_dir / "slurm.json")  # hydra/launcher=slurm (harness.launch.slurm_launcher)
         if out is None:
             out = {"case": job.get("case", "?"), "verdict": G.FAIL, "status": "error", "metrics": {}, "gates": {},
                    "mlflow_run_id": None, "exit_code": G.EXIT_FAIL, "message": "the job left no outcome.json"}
+            if not job.get("case"):  # a job that never started: its case is in the overrides it was given
+                out["case"] = _case_of(job_dir) or "?"
+            if slurm and slurm.get("lost"):
+                out["message"] = f"Slurm job {slurm.get('job_id')} {slurm.get('state')}: {slurm['lost']}"
         case = out.get("case") or job.get("case", "?")
         row = {"job": int(job_dir.name), "case": case, "family": job.get("family") or case.split("/")[0],
                "tags": job.get("tags", []), "status": out.get("status", "error"),
@@ -430,6 +453,8 @@ def collect(sweep_dir: Path) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
                "started_utc": job.get("started_utc"), "ended_utc": job.get("ended_utc"),
                "mlflow_run_id": out.get("mlflow_run_id"), "message": out.get("message"),
                "regression": out.get("regression"), "run_dir": str(job_dir), "no_gates": bool(out.get("no_gates"))}
+        if slurm:
+            row["slurm"] = slurm
         seen.add(case)
         rows.append(row)
     for case in state.get("cases", []):

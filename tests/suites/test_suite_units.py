@@ -79,9 +79,9 @@ def test_shipped_suites(capsys):
 
     all_cases = catalogue()
     picked = {s: names(select(compose([f"suite={s}"]).suite)) for s in ("default", "fast", "all", "nightly", "smoke")}
-    # every case but the one that needs a running tracking server (README, Team set-up) and the one
-    # that needs an accepted baseline of another case in the store
-    needs = {"bench/tracking_server", "examples/pendulum_regression"}
+    # every case but the ones that need a running tracking server (README, Team set-up) or a Slurm
+    # cluster, and the one that needs an accepted baseline of another case in the store
+    needs = {"bench/tracking_server", "bench/slurm_overhead", "examples/pendulum_regression"}
     assert picked["all"] == picked["nightly"] == [n for n in names(all_cases) if n not in needs]
     assert "examples/pendulum_regression" not in picked["fast"]
     assert len(picked["default"]) == 10 and set(picked["default"]) <= set(picked["fast"])

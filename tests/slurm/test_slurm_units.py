@@ -1,0 +1,54 @@
+"""Units of the Slurm launcher and of resume that need no cluster."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from harness.launch import slurm_queue as Q
+
+
+def test_sacct_rows_and_states_are_read_as_slurm_writes_them():
+    assert Q._expand("12_[0-2,5]") == ["12_0", "12_1", "12_2", "12_5"]
+    assert Q._expand("12_[3-4%1]") == ["12_3", "12_4"] and Q._expand("12_7") == ["12_7"]
+    assert Q.base_state("CANCELLED by 0") == "CANCELLED" and Q.is_terminal("CANCELLED by 0")
+    assert Q.is_terminal("TIMEOUT") and not Q.is_terminal("PENDING") and not Q.is_terminal("RUNNING")
+    # squeue spells the drained-node reason with spaces, sacct with underscores: both are unrunnable
+    assert Q.unrunnable("Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions")
+    assert Q.unrunnable("Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_priority_partitions")
+    assert Q.unrunnable("ReqNodeNotAvail, UnavailableNodes:localhost")
+    assert not Q.unrunnable("Resources") and not Q.unrunnable("Priority") and not Q.unrunnable("")
+
+
+def test_a_resumed_job_keeps_its_directory_number():
+    from harness.launch.slurm_launcher import _subdir
+
+    assert _subdir(0, ["+case=x", "hydra.sweep.subdir=3"]) == 3
+    assert _subdir(2, ["+case=x", "k=1"]) == 2
+
+
+def _in_subprocess(code: str, plain: str = "") -> str:
+    env = dict(os.environ, HARNESS_PLAIN_PATHS=plain)
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return res.stdout.strip()
+
+
+def test_the_launcher_is_registered_and_falls_back_to_the_plugins_own():
+    code = ("from hydra.core.plugins import Plugins\n"
+            "from harness.launch import slurm_launcher as s\n"
+            "name = s.register()\n"
+            "print(name, Plugins.instance().class_name_to_class.get(s.NAME) is s.HarnessSlurmLauncher)")
+    assert _in_subprocess(code) == "hydra_plugins.harness_slurm_launcher.HarnessSlurmLauncher True"
+    # refused (HARNESS_PLAIN_PATHS): the config names the plugin's SlurmLauncher, the registry is left alone
+    assert _in_subprocess(code, "slurm_launcher") == \
+        "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher False"
+
+
+def test_resume_says_why_when_its_sweeper_is_refused():
+    code = ("from harness.launch import resume_sweeper as r\n"
+            "try:\n    r.register()\nexcept r.ResumeUnavailable as e:\n    print('refused:', e)\n"
+            "else:\n    print('registered')")
+    assert _in_subprocess(code) == "registered"
+    out = _in_subprocess(code, "resume_sweeper")
+    assert out.startswith("refused: resume extends Hydra's basic sweeper") and "HARNESS_PLAIN_PATHS" in out
