@@ -24,6 +24,7 @@ from typing import Any, Dict, List
 from omegaconf import OmegaConf
 
 from harness.core.context import CaseResult, HarnessInputError, RunContext
+from harness.families.metric_kinds import SLURM_BENCH as METRIC_KINDS  # noqa: F401 - read by the runner
 
 log = logging.getLogger(__name__)
 

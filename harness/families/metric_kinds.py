@@ -96,6 +96,12 @@ CFD: Dict[str, str] = {
     "*_extrapolated": VALUE, "impulse_*": VALUE, "force_peak_*": VALUE,
 }
 
+# bench/slurm_overhead (bench_slurm): the same jobs on the basic launcher and on Slurm
+SLURM_BENCH: Dict[str, str] = {
+    "basic_wall_s": TIMING, "slurm_wall_s": TIMING, "slurm_ratio": TIMING, "slurm_overhead_per_job_s": TIMING,
+    "slurm_queue_wait_median_s": TIMING, "slurm_run_median_s": TIMING, "slurm_jobs_completed": COUNT,
+}
+
 VESSEL: Dict[str, str] = {
     "ramp_time_s": VALUE, "fraction_time_s": VALUE,  # simulated times [s], not wall times
     "n_solves": COUNT, "n_steps": COUNT, "nfev": COUNT, "njev": COUNT, "passes": COUNT, "success": COUNT,

@@ -23,7 +23,7 @@ def test_every_family_table_names_known_kinds_and_every_adapter_module_has_one()
     from harness.core.shipped import SHIPPED_ROOT
     from harness.families import metric_kinds as tables
 
-    for name in ("BEAM", "DEM", "INTEGRATORS", "LOAD_TRANSFER", "VESSEL", "KRATOS", "BENCH", "CFD"):
+    for name in ("BEAM", "DEM", "INTEGRATORS", "LOAD_TRANSFER", "VESSEL", "KRATOS", "BENCH", "CFD", "SLURM_BENCH"):
         K.check_table(getattr(tables, name), name)
     adapters = []
     for info in pkgutil.iter_modules(fam.__path__):
