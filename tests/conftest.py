@@ -23,6 +23,20 @@ def full_size() -> bool:
     return FULL
 
 
+def command_env(drop=("HARNESS_OUTPUTS",), checkout_on_path: bool = True) -> dict:
+    """The environment a README command runs in, as a user's shell would have it: this Python's
+    bin folder first on PATH, the checkout on PYTHONPATH (``python -m harness`` from any folder),
+    and none of the variables in ``drop``."""
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if checkout_on_path:
+        root = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env
+
+
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 at the time of asking."""
     with socket.socket() as s:

@@ -84,7 +84,7 @@ _FORBIDDEN = {
 }
 
 
-def _parse(text: Any) -> Optional[ast.Expression]:
+def parse_tree(text: Any) -> Optional[ast.Expression]:
     """The syntax tree of an expression string; None for a plain number (int or float, not bool).
     Raises ExpressionError for another type, an over-long text or a syntax error."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
@@ -118,7 +118,7 @@ def evaluate(text: str, names: Mapping[str, Any]) -> Any:
     defined, a call of a function not in :data:`FUNCTIONS`, a forbidden construct, or an
     error of the arithmetic itself (e.g. shapes that do not broadcast).
     """
-    tree = _parse(text)
+    tree = parse_tree(text)
     if tree is None:
         return text
     evaluator = _Evaluator(names)
@@ -146,7 +146,7 @@ def check(text: str, names: Optional[Iterable[str]]) -> None:
     Raises :class:`ExpressionError` with the same rules as :func:`evaluate`, so a bad
     declaration is reported before the model runs.
     """
-    tree = _parse(text)
+    tree = parse_tree(text)
     if tree is None:
         return
     known = None if names is None else set(names) | set(CONSTANTS)

@@ -20,8 +20,9 @@ from typing import Any, Callable, Dict, Mapping, Sequence
 
 import sympy as sp
 
-MAX_LENGTH = 2000   # characters of one expression
-MAX_DEPTH = 60      # nesting of the syntax tree
+from harness.generic.expressions import ExpressionError, parse_tree
+
+MAX_DEPTH = 60      # nesting of the syntax tree (length and syntax: expressions.parse_tree)
 MAX_POWER = 64      # |exponent| of an integer power of an integer literal
 
 
@@ -194,14 +195,10 @@ def parse(text: Any, names: Mapping[str, Any], space: Space) -> Any:
         raise SymbolicError(f"must be an expression or a number, got {text!r}")
     if isinstance(text, (int, float)):
         return sp.nsimplify(text) if isinstance(text, float) and float(text).is_integer() else sp.sympify(text)
-    if not isinstance(text, str):
-        raise SymbolicError(f"must be a string expression, got {type(text).__name__}")
-    if len(text) > MAX_LENGTH:
-        raise SymbolicError(f"longer than {MAX_LENGTH} characters")
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, RecursionError, MemoryError) as exc:
-        raise SymbolicError(f"syntax error in {text!r}: {getattr(exc, 'msg', type(exc).__name__)}") from None
+    try:  # the same syntax rules and bounds as the numeric expressions (type, length, syntax, depth)
+        tree = parse_tree(text)
+    except ExpressionError as exc:
+        raise SymbolicError(str(exc)) from None
     return _Builder(names, space).visit(tree.body, 0)
 
 

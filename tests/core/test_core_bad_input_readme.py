@@ -2,11 +2,10 @@
 written (in a fresh directory), its output as shown, and the limits table equal to the code's."""
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
+from tests.conftest import command_env
 
 ROOT = Path(__file__).resolve().parents[2]
 TITLE = "### Bad input: one line, exit 2, and the limits"
@@ -19,10 +18,7 @@ def _section() -> str:
 
 
 def _env():
-    env = {k: v for k, v in os.environ.items() if k != "HARNESS_OUTPUTS"}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    return env
+    return command_env()
 
 
 def test_commands_run_as_written_with_the_output_shown(tmp_path):

@@ -4,13 +4,13 @@ in dt through the study machinery."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import command_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,10 +30,7 @@ def section_blocks():
 
 
 def _env():
-    env = {k: v for k, v in os.environ.items() if k != "HARNESS_OUTPUTS"}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    return env
+    return command_env()
 
 
 def test_readme_walk_through_runs_as_written(tmp_path):

@@ -3,13 +3,12 @@ directory, the project's Python first on PATH): the observed orders of the sciki
 examples within 0.1 of the expected ones, and the planted bug failing its order gate."""
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import command_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,10 +34,7 @@ def section_commands():
 
 
 def _env():
-    env = {k: v for k, v in os.environ.items() if k != "HARNESS_OUTPUTS"}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    return env
+    return command_env()
 
 
 @pytest.mark.slow

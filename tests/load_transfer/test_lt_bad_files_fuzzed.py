@@ -6,7 +6,6 @@ seed --n-rings 8 --n-outputs 9``) edited with h5py or byte by byte; the test che
 """
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 
 from harness.tools.validate import main as validate_main
+from tests.load_transfer.lt_fuzz_recipes import make_kratos_seed
 
 SEED_ARGS = ["D", "--case-id", "seed", "--n-rings", "8", "--n-outputs", "9"]
 
@@ -166,23 +166,7 @@ def test_directory_and_missing_file_are_unreadable(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def kratos(tmp_path_factory) -> Path:
     """A conservative export with a face table (kratos-point-loads 1.1)."""
-    from models.load_transfer.contracts.wall_loads import write_wall_loads
-    from models.load_transfer.export import export_kratos_loads
-    from models.load_transfer.face_loads import axisymmetric_face_table
-
-    d = tmp_path_factory.mktemp("kratos")
-    R = 0.01
-    e = R * np.sqrt(np.linspace(0.0, 1.0, 6))
-    t = np.linspace(0.0, 1e-4, 7)
-    p = np.outer(np.interp(t, [0.0, 3e-5, 1e-4], [0.0, 1.0, 0.0]), 1e5 * (1 - (e[1:] / R) ** 2))
-    meta = dict(basilisk_commit="b", exporter_commit="e", compiler="c", command="cmd", R0=1e-3, H=2e-3, gamma=1.4,
-                reference_pressure=1e5, levels=[3, 9], delta_min=1e-5, output_cadence=1e-6, convergence_study_id="s")
-    src = write_wall_loads(d / "src.wall-loads.v1.h5", case_id="src", time=t, radial_edges=e, pressure=p,
-                           metadata=meta, configuration="c: 1\n")
-    table, ft = axisymmetric_face_table(np.linspace(0.0, R, 5), 0.02)
-    res = export_kratos_loads(src, table, np.linspace(1e-6, 9e-5, 9), d / "out", faces=ft,
-                              metadata={"exporter_commit": "x", "command": "t"})
-    return res.path
+    return make_kratos_seed(tmp_path_factory.mktemp("kratos"))
 
 
 def _kratos_mutant(kratos: Path, tmp_path: Path, edit) -> Path:

@@ -3,7 +3,6 @@ an unknown group option, a failing model, a case without gates; and `harness ini
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -12,12 +11,11 @@ from pathlib import Path
 import pytest
 
 from harness.cli.init import init
+from tests.conftest import command_env
 
 
 def _env():
-    env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_OUTPUTS", "HARNESS_CASES", "HARNESS_PROJECT")}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return env
+    return command_env(drop=("HARNESS_OUTPUTS", "HARNESS_CASES", "HARNESS_PROJECT"), checkout_on_path=False)
 
 
 def harness(cwd: Path, *args: str) -> subprocess.CompletedProcess:

@@ -4,6 +4,7 @@ Everything a fixture starts binds 127.0.0.1 on a free port and is stopped by the
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -12,7 +13,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import List, Optional
+from typing import Iterator, List, Optional
 
 import pytest
 
@@ -63,17 +64,17 @@ def wait_http(url: str, proc: subprocess.Popen, timeout_s: float, log: Path) -> 
     raise RuntimeError(f"{url}: not up after {timeout_s} s:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory):
-    """A real `mlflow server` (sqlite backend, artifacts under outputs/) on 127.0.0.1."""
-    base = tmp_path_factory.mktemp("server")
+@contextlib.contextmanager
+def running_mlflow_server(base: Path, artifacts: Path) -> Iterator[str]:
+    """A real `mlflow server` (sqlite backend in ``base``, artifacts in ``artifacts``) on 127.0.0.1:
+    its URL while the block runs; stopped with everything it started at the end."""
     port = free_port()
     log = base / "server.log"
     with open(log, "w") as fh:
         proc = subprocess.Popen(
             [PY, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
              "--backend-store-uri", f"sqlite:///{base / 'server.db'}",
-             "--artifacts-destination", str(base / "outputs" / "mlartifacts"), "--workers", "1"],
+             "--artifacts-destination", str(artifacts), "--workers", "1"],
             cwd=base, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -81,6 +82,14 @@ def mlflow_server(tmp_path_factory):
         yield url
     finally:
         stop_group(proc)
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """A real `mlflow server` (sqlite backend, artifacts under outputs/) on 127.0.0.1."""
+    base = tmp_path_factory.mktemp("server")
+    with running_mlflow_server(base, base / "outputs" / "mlartifacts") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

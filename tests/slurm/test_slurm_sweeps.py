@@ -108,25 +108,11 @@ def test_suite_fast_on_slurm_equals_the_local_run(tmp_path, sl, empty_queue):
 @pytest.fixture(scope="module")
 def mlflow_server(tmp_path_factory):
     """A real `mlflow server` (sqlite backend) on 127.0.0.1, as a team would run one."""
-    import subprocess
-    import sys
-
-    from tests.conftest import free_port, stop_group
-    from tests.scale.conftest import wait_http
+    from tests.scale.conftest import running_mlflow_server
 
     base = tmp_path_factory.mktemp("server")
-    port, log = free_port(), base / "server.log"
-    with open(log, "w") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-                                 "--backend-store-uri", f"sqlite:///{base / 'server.db'}",
-                                 "--artifacts-destination", str(base / "mlartifacts"), "--workers", "1"],
-                                cwd=base, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(f"{url}/health", proc, 240, log)
+    with running_mlflow_server(base, base / "mlartifacts") as url:
         yield url
-    finally:
-        stop_group(proc)
 
 
 @pytest.mark.slow
