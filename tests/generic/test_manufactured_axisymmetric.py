@@ -162,3 +162,18 @@ def test_case_norm_on_a_mesh_with_negative_radius_is_refused(tmp_path):
     with pytest.raises(HarnessInputError, match=r"^case\.params\.manufactured\.norms\.e: neg\.vtu: axisymmetric mesh has 3 nodes "
                                                 r"with r < 0 \(min r = -0\.5 m\)"):
         manufactured_case.define(conf, ctx, _Names(), mms, info)
+
+
+def test_negative_radius_exits_2_in_one_line_from_the_command_line(tmp_path, harness_env):
+    """The Poisson example switched to (r, z), its L2 norm pointed at a mesh reaching r = -0.5."""
+    p = np.array([[-0.5, 0, 0], [0.5, 0, 0], [0.5, 1, 0], [-0.5, 1, 0.0]])
+    meshio.Mesh(p, [("triangle", np.array([[0, 1, 2], [0, 2, 3]]))], point_data={"u": p[:, 0]}).write(tmp_path / "neg.vtu")
+    cmd = [sys.executable, "-m", "harness", "+case=examples/mms/poisson", "tracking=none", "case.params.parameters.n=2",
+           "case.params.manufactured.system=axisymmetric", "case.params.manufactured.coordinates=[r,z]",
+           "case.params.manufactured.fields.u='r*sin(z)'", f"case.params.manufactured.norms.L2_u.mesh={tmp_path / 'neg.vtu'}"]
+    res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2, res.stdout + res.stderr
+    lines = [ln for ln in (res.stdout + res.stderr).splitlines() if "r < 0" in ln]
+    assert len(lines) == 1 and "case.params.manufactured.norms.L2_u: neg.vtu: axisymmetric mesh has 2 nodes with r < 0 " \
+        "(min r = -0.5 m)" in lines[0], res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
