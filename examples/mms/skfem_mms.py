@@ -2,9 +2,10 @@
 
 ``poisson`` solves -laplace(u) = f on the unit square with u = u_exact on the boundary;
 ``elasticity`` solves plane-strain linear elasticity -div(sigma(u)) = f with u = u_exact on the
-boundary. Both take the source term and the boundary values from the Python code the harness
-generates into the run directory (``mms.py``: functions ``f`` / ``f_0, f_1`` and ``u_exact`` /
-``u_exact_0, u_exact_1`` of (x, y)), solve with P1 or P2 triangles on an n x n mesh and write
+boundary; ``axisymmetric_elasticity`` the same in (r, z) with the hoop strain u_r / r and the
+weight r (no swirl, on [0, 1]^2 touching the axis). All take the source term and the boundary
+values from the Python code the harness generates into the run directory (``mms.py``: functions
+``f`` / ``f_0, f_1`` and ``u_exact`` / ``u_exact_0, u_exact_1`` of (x, y) or (r, z)), solve with P1 or P2 triangles on an n x n mesh and write
 the nodal solution as VTU (``solution.vtu``, point data ``u``; P2 as 6-node triangles).
 
 ``bug="boundary"`` plants a first-order boundary treatment: the boundary values are taken a
