@@ -2,9 +2,10 @@
 
 ``poisson`` solves -laplace(u) = f on the unit square with u = u_exact on the boundary;
 ``elasticity`` solves plane-strain linear elasticity -div(sigma(u)) = f with u = u_exact on the
-boundary. Both take the source term and the boundary values from the Python code the harness
-generates into the run directory (``mms.py``: functions ``f`` / ``f_0, f_1`` and ``u_exact`` /
-``u_exact_0, u_exact_1`` of (x, y)), solve with P1 or P2 triangles on an n x n mesh and write
+boundary; ``axisymmetric_elasticity`` the same in (r, z) with the hoop strain u_r / r and the
+weight r (no swirl, on [0, 1]^2 touching the axis). All take the source term and the boundary
+values from the Python code the harness generates into the run directory (``mms.py``: functions
+``f`` / ``f_0, f_1`` and ``u_exact`` / ``u_exact_0, u_exact_1`` of (x, y) or (r, z)), solve with P1 or P2 triangles on an n x n mesh and write
 the nodal solution as VTU (``solution.vtu``, point data ``u``; P2 as 6-node triangles).
 
 ``bug="boundary"`` plants a first-order boundary treatment: the boundary values are taken a
@@ -113,4 +114,42 @@ def elasticity(n: int, degree: int, run_dir: str, E: float, nu: float, bug: str 
     u = skfem.solve(*skfem.condense(A, b, x=u, D=boundary.all()))
     (ux, scalar), (uy, _) = basis.split(u)
     _write(run / "solution.vtu", scalar, np.stack([ux, uy], axis=1))
+    return {"n_dofs": float(basis.N)}
+
+
+def axisymmetric_elasticity(n: int, degree: int, run_dir: str, E: float, nu: float) -> dict:
+    """Axisymmetric linear elasticity (no swirl) on the r-z square [0, 1]^2, touching the axis:
+    find u = (u_r, u_z) with int sigma(u) : eps(v) r dr dz = int f . v r dr dz, where
+    eps = (d_r u_r, u_r / r, d_z u_z; (d_z u_r + d_r u_z) / 2) and sigma = lam tr(eps) I + 2 mu eps;
+    u = u_exact on the boundary (u_r = 0 on the axis); writes solution.vtu (points (r, z))."""
+    run = Path(run_dir)
+    mms = _generated(run)
+    mesh = skfem.MeshTri.init_tensor(np.linspace(0, 1, n + 1), np.linspace(0, 1, n + 1))
+    basis = skfem.Basis(mesh, _element(degree, vector=True))
+    lam, mu = lame_parameters(E, nu)
+
+    def strain(u, r):
+        return u.grad[0][0], u.value[0] / r, u.grad[1][1], (u.grad[0][1] + u.grad[1][0]) / 2
+
+    @skfem.BilinearForm
+    def stiffness(u, v, w):
+        r = w.x[0]
+        (a, b, c, s), (d, e, f, t) = strain(u, r), strain(v, r)
+        return (lam * (a + b + c) * (d + e + f) + 2 * mu * (a * d + b * e + c * f + 2 * s * t)) * r
+
+    @skfem.LinearForm
+    def load(v, w):
+        r, z = w.x
+        return (mms.f_0(r, z) * v[0] + mms.f_1(r, z) * v[1]) * r
+
+    A, b = stiffness.assemble(basis), load.assemble(basis)
+    u = np.zeros(basis.N)
+    boundary = basis.get_dofs()
+    for comp, name in ((0, "u^1"), (1, "u^2")):
+        dofs = boundary.all(name)
+        rz = basis.doflocs[:, dofs]
+        u[dofs] = getattr(mms, f"u_exact_{comp}")(rz[0], rz[1])
+    u = skfem.solve(*skfem.condense(A, b, x=u, D=boundary.all()))
+    (ur, scalar), (uz, _) = basis.split(u)
+    _write(run / "solution.vtu", scalar, np.stack([ur, uz], axis=1))
     return {"n_dofs": float(basis.N)}

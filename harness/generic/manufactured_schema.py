@@ -55,12 +55,14 @@ class NormConf:
 
     norm:  L2 | H1 (seminorm) of u_h - u; L2_exact | H1_exact (of u); h_max | h_mean (m, cell
            diameters); relative_L2 | relative_H1 (error over the norm of u)
+           (system axisymmetric: over the body of revolution, dV = 2 pi r dr dz, H1 with the
+           hoop term u_r / r; see harness.metrics.mesh_norms)
     mesh:  the file the solver wrote (relative: the run directory); read by meshio
     field: its point-data name holding u_h (not needed for h_max / h_mean)
     exact: the manufactured field it is compared with (default: the only one)
     step:  time step of a time series (default: the last)
     t:     an expression (case namespace) for the time of the exact solution
-    quadrature_degree: polynomial degree integrated exactly (default 2 p + 3)
+    quadrature_degree: polynomial degree integrated exactly (default 2 p + 3; axisymmetric 2 p + 4)
     """
 
     norm: str = MISSING

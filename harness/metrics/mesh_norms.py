@@ -9,6 +9,18 @@ and compared with an exact function there:
     |e|_H1   = sqrt(sum_cells sum_q w_q |det J| |grad u_h - grad u|^2)
 
 Units: those of the field times m^(d/2) (L2) and over m^(1 - d/2) (H1); coordinates in m.
+
+Axisymmetric (``axisymmetric=True``, 2-D cells in the (r, z) half-plane, r the first coordinate,
+r >= 0): the measure is the volume of the body of revolution, dV = 2 pi r dr dz (the 2 pi is
+included), so the norms are the 3-D norms of the revolved field (m^(3/2) for L2, m^(1/2) for H1).
+The H1 seminorm is the Frobenius norm of the full gradient in cylindrical coordinates: for a
+scalar (d_r u)^2 + (d_z u)^2; for a vector (u_r, u_z) without swirl
+(d_r u_r)^2 + (d_z u_r)^2 + (u_r / r)^2 + (d_r u_z)^2 + (d_z u_z)^2, the hoop term u_r / r being
+the (theta, theta) entry of grad u (the weighted spaces H^1_1 and V^1_1 of Bernardi, Dauge &
+Maday, *Spectral Methods for Axisymmetric Domains*, 1999; Mercier & Raugel, RAIRO 1982). The
+exact gradient of a vector field is then the 3 x 3 tensor in (r, theta, z) that
+:mod:`harness.generic.symbolic` derives. Quadrature points lie inside the cells, so r > 0 there
+even on cells touching the axis.
 Quadrature: Gauss-Legendre on quadrilaterals and hexahedra, collapsed (Duffy) Gauss-Legendre
 on triangles and tetrahedra, exact for polynomials of the chosen degree. Cells are processed
 in chunks (vectorised, no loop over cells).
@@ -151,7 +163,7 @@ def mesh_size(points: np.ndarray, cells: Mapping[str, np.ndarray]) -> Dict[str, 
 def error_norms(points: np.ndarray, cells: Mapping[str, np.ndarray], values: np.ndarray,
                 exact: Optional[Callable[[np.ndarray], np.ndarray]] = None,
                 exact_grad: Optional[Callable[[np.ndarray], np.ndarray]] = None,
-                quadrature_degree: Optional[int] = None) -> Dict[str, float]:
+                quadrature_degree: Optional[int] = None, axisymmetric: bool = False) -> Dict[str, float]:
     """L2 and H1-seminorm of ``u_h - u`` and of ``u`` itself over the supported cells.
 
     points: (n_points, d) coordinates (m), d the dimension of the cells;
@@ -159,9 +171,13 @@ def error_norms(points: np.ndarray, cells: Mapping[str, np.ndarray], values: np.
     exact(X) -> (m,) or (m, n_comp) at points X (m, d); exact_grad(X) -> (m, d) or (m, n_comp, d).
     Returns ``L2``, ``L2_exact`` (when ``exact``), ``H1`` and ``H1_exact`` (when ``exact_grad``)
     and ``measure`` (the area or volume, m^d).
+    axisymmetric: points are (r, z), weights 2 pi r, vector gradients (m, 3, 3) in (r, theta, z)
+    (see the module docstring); 2-D cells only, r >= 0.
     """
     vals = np.asarray(values, dtype=np.float64)
     vals = vals[:, None] if vals.ndim == 1 else vals
+    if axisymmetric:
+        _check_axisymmetric(points, cells, vals)
     sums = {"L2": 0.0, "L2_exact": 0.0, "H1": 0.0, "H1_exact": 0.0, "measure": 0.0}
     used = False
     for ctype, conn in cells.items():
@@ -172,7 +188,7 @@ def error_norms(points: np.ndarray, cells: Mapping[str, np.ndarray], values: np.
         if points.shape[1] < element.dim:
             raise ValueError(f"{ctype} cells need {element.dim} coordinates, the points have {points.shape[1]}")
         xyz = points[:, :element.dim]
-        degree = quadrature_degree if quadrature_degree is not None else 2 * element.degree + 3
+        degree = quadrature_degree if quadrature_degree is not None else 2 * element.degree + 3 + int(axisymmetric)
         xi, w = quadrature(element, degree)
         n, dn = element.shape(xi)                        # (nq, nn), (nq, nn, d)
         affine = element.simplex and element.degree == 1  # constant Jacobian per cell
@@ -185,8 +201,10 @@ def error_norms(points: np.ndarray, cells: Mapping[str, np.ndarray], values: np.
                 jac = np.einsum("cad,qae->cqde", X, dn)  # dx_d / dxi_e at every point
             det = _det(jac)
             wdet = np.abs(det) * w[None, :]              # (nc, nq)
-            sums["measure"] += float(wdet.sum())
             xq = np.stack([X[:, :, d] @ n.T for d in range(element.dim)], axis=-1).reshape(-1, element.dim)
+            if axisymmetric:
+                wdet = wdet * (2 * np.pi) * xq[:, 0].reshape(wdet.shape)   # dV = 2 pi r dr dz
+            sums["measure"] += float(wdet.sum())
             U = vals[c]                                  # (nc, nn, k)
             if exact is not None:
                 uh = np.stack([U[:, :, k] @ n.T for k in range(U.shape[2])], axis=-1)   # (nc, nq, k)
@@ -198,6 +216,8 @@ def error_norms(points: np.ndarray, cells: Mapping[str, np.ndarray], values: np.
                 jinv = _inv(jac, det)                    # dxi_e / dx_d
                 dndx = np.einsum("qae,cqed->cqad", dn, np.broadcast_to(jinv, (len(c), len(w)) + jinv.shape[2:]))
                 gh = np.einsum("cqad,cak->cqkd", dndx, U)
+                if axisymmetric and U.shape[2] == 2:
+                    gh = _cylindrical_gradient(gh, U[:, :, 0] @ n.T, xq[:, 0].reshape(len(c), len(w)))
                 ge = np.asarray(exact_grad(xq), dtype=np.float64).reshape(gh.shape)
                 sums["H1"] += float(np.einsum("cq,cqkd->", wdet, (gh - ge) ** 2))
                 sums["H1_exact"] += float(np.einsum("cq,cqkd->", wdet, ge ** 2))
@@ -210,6 +230,30 @@ def error_norms(points: np.ndarray, cells: Mapping[str, np.ndarray], values: np.
     if exact_grad is not None:
         out.update(H1=float(np.sqrt(sums["H1"])), H1_exact=float(np.sqrt(sums["H1_exact"])))
     return out
+
+
+def _check_axisymmetric(points: np.ndarray, cells: Mapping[str, np.ndarray], vals: np.ndarray) -> None:
+    """2-D cells, r >= 0 at every node, a scalar or a 2-component (u_r, u_z) field."""
+    for ctype in cells:
+        if ctype in ELEMENTS and ELEMENTS[ctype].dim != 2:
+            raise ValueError(f"axisymmetric norms take 2-D cells in (r, z), got {ctype} cells")
+    r = np.asarray(points, dtype=np.float64)[:, 0]
+    tol = 1e-12 * max(1.0, float(np.abs(r).max(initial=0.0)))
+    if np.any(r < -tol):
+        raise ValueError(f"axisymmetric mesh has {int(np.sum(r < -tol))} nodes with r < 0 (min r = {r.min():.6g} m); "
+                         f"the first coordinate is the radius r >= 0")
+    if vals.shape[1] not in (1, 2):
+        raise ValueError(f"axisymmetric norms take a scalar or a vector (u_r, u_z), got {vals.shape[1]} components")
+
+
+def _cylindrical_gradient(g2: np.ndarray, ur: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The 3 x 3 gradient in (r, theta, z) of (u_r, u_z) from its (r, z) gradient g2 (nc, nq, 2, 2)
+    and u_r / r at the quadrature points (the hoop entry (theta, theta))."""
+    g3 = np.zeros(g2.shape[:2] + (3, 3))
+    g3[..., 0, 0], g3[..., 0, 2] = g2[..., 0, 0], g2[..., 0, 1]
+    g3[..., 2, 0], g3[..., 2, 2] = g2[..., 1, 0], g2[..., 1, 1]
+    g3[..., 1, 1] = ur / r
+    return g3
 
 
 def _det(j: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = {
     "examples/mms/elasticity_p1": (2.0, 1.0, 0),
     "examples/mms/elasticity_p2": (3.0, 2.0, 0),
+    "examples/mms/elasticity_axisymmetric_p1": (2.0, 1.0, 0),
     "examples/mms/poisson_p1": (2.0, 1.0, 0),
     "examples/mms/poisson_p2": (3.0, 2.0, 0),
     "examples/mms/poisson_dolfinx_p1": (2.0, 1.0, 0),
@@ -60,4 +61,4 @@ def test_manufactured_examples_run_as_written(tmp_path):
             levels = [ln for ln in res.stdout.splitlines() if ln.startswith("examples/mms/poisson ")]
             assert len(levels) == 3 and all("  PASS  " in ln for ln in levels), levels
     figures = list((tmp_path / "outputs" / "sweeps").glob("examples/mms/*/*/study/convergence_e_H1.png"))
-    assert len(figures) == 6, figures  # every study with an H1 order: its own log-log figure
+    assert len(figures) == 7, figures  # every study with an H1 order: its own log-log figure
