@@ -18,6 +18,7 @@ from harness.core.config_dirs import (  # noqa: F401  (part of this module's nam
     config_file,
     project_overrides,
     shown_path,
+    with_project,
 )
 
 CONFIG_NAME = "config"
@@ -252,7 +253,7 @@ def compose(overrides: Sequence[str] = ()):
 
     register_resolvers()
     register_all()
-    overrides = [*overrides, *project_overrides(overrides)]
+    overrides = with_project(overrides)
     for a in overrides:
         if a.lstrip("+~").startswith("case="):
             _CASE_CHOICE["case"] = a.split("=", 1)[1]
