@@ -1,7 +1,8 @@
-"""A user project under the joblib launcher and with the user's own ``hydra.searchpath``: the jobs,
-in worker processes and in another working directory (``hydra.job.chdir=true``), still find the
-user's cases (from the project file or a relative ``$HARNESS_CASES``), give the metrics of the basic
-launcher and write under the project's outputs; the project's folders stay on the search path."""
+"""A user project beyond the basic launcher and the CLI. Under joblib, its jobs (in worker
+processes, each in its own directory with ``hydra.job.chdir=true``) still find the user's cases
+(from the project file or a relative ``$HARNESS_CASES``), give the basic launcher's metrics and
+write under the project's outputs; a user's own ``hydra.searchpath`` adds to the project's folders;
+``${hydra:runtime.cwd}`` resolves through ``run_case`` as on the command line."""
 from __future__ import annotations
 
 import json
@@ -100,3 +101,19 @@ def test_a_users_searchpath_adds_to_the_project_folders(in_project, tmp_path):  
     assert compose(["+case=other/cube", searchpath]).case.name == "other/cube"  # the user's is added
     res = _harness(["+case=mine/square", "tracking=none", searchpath], cwd=in_project)
     assert res.returncode == 0 and res.stdout.startswith("mine/square  PASS  "), res.stdout + res.stderr
+
+
+def test_hydra_runtime_cwd_resolves_in_run_case_as_in_the_cli(in_project):  # noqa: F811
+    from hydra.core.hydra_config import HydraConfig
+
+    from harness import run_case
+
+    note = "case.params.model.kwargs.note=${hydra:runtime.cwd}"
+    out = run_case("mine/square", overrides=["tracking=none", note])
+    assert out.verdict == "pass" and out.metrics == {"err": 0.0}, out.message
+    assert json.loads((Path(out.run_dir) / "note.json").read_text())["note"] == os.getcwd()
+    assert not HydraConfig.initialized()  # set for the run only
+    res = _harness(["+case=mine/square", "tracking=none", note], cwd=os.getcwd())
+    assert res.returncode == 0, res.stdout + res.stderr
+    cli_runs = sorted((in_project / "outputs/runs/mine/square").glob("*/note.json"), key=lambda p: p.stat().st_mtime)
+    assert json.loads(cli_runs[-1].read_text())["note"] == os.getcwd()
