@@ -289,6 +289,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as exc:
         _close_parents(f"{type(exc).__name__}: {exc}")
         if not is_config_error(exc):
+            user_project.unpin(pinned)
             raise
         print(f"harness: error: {describe_config_error(exc, args)}", file=sys.stderr)
         code = EXIT_INPUT

@@ -15,8 +15,9 @@ tracking  the default option of the ``tracking`` group (e.g. ``local``)
 ``$HARNESS_PROJECT`` (set by ``run_case(..., project=DIR)``) starts the search in DIR instead.
 ``--cases DIR`` on the command line (stored in ``$HARNESS_CASES``, so sweep jobs inherit it)
 and ``$HARNESS_CASES`` (directories separated by ``os.pathsep``) name case directories without
-a file; relative ones resolve against the launch directory. Without any of these there is no
-user project and the harness behaves as in its own checkout.
+a file; relative ones resolve against the launch directory (``$HARNESS_PROJECT`` when set: the
+CLI sets it to the launch directory for its jobs, whatever their working directory). Without any
+of these there is no user project and the harness behaves as in its own checkout.
 """
 from __future__ import annotations
 
