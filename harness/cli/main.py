@@ -97,12 +97,12 @@ def _hydra_main(task=None) -> None:
     from harness.core.configs import register_all
     from harness.launch.joblib_shared import install as share_joblib_state
 
-    from harness.core.compose import project_overrides
+    from harness.core.compose import with_project
 
     register_resolvers()
     register_all()
     share_joblib_state()
-    sys.argv = [*sys.argv, *project_overrides(sys.argv[1:])]  # the user's config dirs on the search path
+    sys.argv = [sys.argv[0], *with_project(sys.argv[1:])]  # the user's config dirs on the search path
     hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=CONFIG_NAME)(task or _task)()
 
 
@@ -237,6 +237,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         from harness.cli.init import main as init_main
 
         return _finish(init_main(args[1:]), argv)
+    from harness.core import project as user_project
+
+    pinned = user_project.pin_for_jobs()  # jobs see the launch directory's project, whatever their cwd
     previous_handlers = interrupt.install()
     runs_cases = not (args and args[0] in ("baseline", "compare")) and "--list" not in args
     records.forget_too_new()  # a new command (tests call main() more than once per process)
@@ -286,6 +289,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as exc:
         _close_parents(f"{type(exc).__name__}: {exc}")
         if not is_config_error(exc):
+            user_project.unpin(pinned)
             raise
         print(f"harness: error: {describe_config_error(exc, args)}", file=sys.stderr)
         code = EXIT_INPUT
@@ -295,6 +299,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if argv is None:
         sys.exit(code)
     interrupt.restore(previous_handlers)
+    user_project.unpin(pinned)
     return code
 
 

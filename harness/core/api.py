@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from harness.core.compose import compose
+from harness.core.hydra_runtime import hydra_node
 from harness.core.runner import Outcome, run_case_config
 
 
@@ -37,8 +38,7 @@ def run_case(case: str, overrides: Sequence[str] = (), tracking_uri: Optional[st
     all_overrides = [f"+case={case}", *overrides]
     if tracking_uri is not None:
         all_overrides.append(f"tracking.uri={tracking_uri}")
-    with _project(project):
-        cfg = compose(all_overrides)
+    with _project(project), hydra_node(compose(all_overrides, hydra_config=True)) as cfg:
         run_dir = new_run_dir(cfg.paths.outputs, case)
         return run_case_config(cfg, run_dir, command=[sys.argv[0], "run_case", case, *overrides],
                                overrides=all_overrides, parent_run_id=parent_run_id,

@@ -18,6 +18,7 @@ from harness.core.config_dirs import (  # noqa: F401  (part of this module's nam
     config_file,
     project_overrides,
     shown_path,
+    with_project,
 )
 
 CONFIG_NAME = "config"
@@ -241,8 +242,9 @@ def is_config_error(exc: BaseException) -> bool:
     return isinstance(exc, (HydraException, OmegaConfBaseException, HarnessInputError)) or yaml_error(exc) is not None
 
 
-def compose(overrides: Sequence[str] = ()):
-    """Compose the root config with ``overrides`` through Hydra's compose API."""
+def compose(overrides: Sequence[str] = (), hydra_config: bool = False):
+    """Compose the root config with ``overrides`` through Hydra's compose API (with its ``hydra``
+    node when ``hydra_config``)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -252,7 +254,7 @@ def compose(overrides: Sequence[str] = ()):
 
     register_resolvers()
     register_all()
-    overrides = [*overrides, *project_overrides(overrides)]
+    overrides = with_project(overrides)
     for a in overrides:
         if a.lstrip("+~").startswith("case="):
             _CASE_CHOICE["case"] = a.split("=", 1)[1]
@@ -261,7 +263,8 @@ def compose(overrides: Sequence[str] = ()):
         gh.clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="harness"):
-            return hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides))
+            return hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides),
+                                 return_hydra_config=hydra_config)
     except Exception as exc:
         if is_config_error(exc):
             raise HarnessInputError(describe_config_error(exc, overrides)) from exc

@@ -41,16 +41,41 @@ def shown_path(path: Path) -> str:
     return str(path)
 
 
+def _sets_searchpath(arg: str) -> bool:
+    return arg.lstrip("+").startswith("hydra.searchpath=")
+
+
+def _user_searchpath(overrides: Sequence[str]) -> List[str]:
+    """The entries of the last ``hydra.searchpath=[...]`` on the command line (empty without one)."""
+    given = [a for a in overrides if _sets_searchpath(a)]
+    if not given:
+        return []
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    value = OverridesParser.create().parse_override(given[-1]).value()
+    return [str(v) for v in (value if isinstance(value, list) else [value])]
+
+
 def project_overrides(overrides: Sequence[str] = ()) -> List[str]:
-    """The overrides a user project adds: its config directories on Hydra's search path and its
-    default tracking option (unless the command line chooses one)."""
+    """The overrides a user project adds: its config directories on Hydra's search path (then the
+    entries of a ``hydra.searchpath=[...]`` of the command line) and its default tracking option
+    (unless the command line chooses one)."""
     project = user_project.find_project()
     if project is None:
         return []
     out = []
-    searchpath = user_project.searchpath_override(project.case_dirs)
-    if searchpath and not any(a.startswith("hydra.searchpath") for a in overrides):
-        out.append(searchpath)
+    searchpath = user_project.searchpath_override(project.case_dirs, _user_searchpath(overrides))
+    if searchpath:
+        out.append(searchpath)  # after the user's own hydra.searchpath=[...], which it keeps
     if project.tracking and not any(a.lstrip("+~").startswith("tracking=") for a in overrides):
         out.append(f"tracking={project.tracking}")
     return out
+
+
+def with_project(overrides: Sequence[str]) -> List[str]:
+    """``overrides`` plus :func:`project_overrides`; a ``hydra.searchpath=[...]`` of the user's is
+    replaced by the merged one (Hydra keeps the first of two), so the project's folders stay."""
+    extra = project_overrides(overrides)
+    if any(_sets_searchpath(a) for a in extra):
+        overrides = [a for a in overrides if not _sets_searchpath(a)]
+    return [*overrides, *extra]

@@ -68,10 +68,10 @@ def chosen_option(group: str, overrides: Sequence[str], bad_key: str, conf_dir: 
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from harness.core.config_dirs import project_overrides
+    from harness.core.config_dirs import with_project
 
     kept = [a for a in overrides if not a.startswith("-") and _override_key(a) != bad_key]
-    kept += project_overrides(kept)  # a user project's config directories
+    kept = with_project(kept)  # a user project's config directories
     gh = GlobalHydra.instance()
     if gh.is_initialized():
         gh.clear()

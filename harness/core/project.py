@@ -15,15 +15,16 @@ tracking  the default option of the ``tracking`` group (e.g. ``local``)
 ``$HARNESS_PROJECT`` (set by ``run_case(..., project=DIR)``) starts the search in DIR instead.
 ``--cases DIR`` on the command line (stored in ``$HARNESS_CASES``, so sweep jobs inherit it)
 and ``$HARNESS_CASES`` (directories separated by ``os.pathsep``) name case directories without
-a file; relative ones resolve against the launch directory. Without any of these there is no
-user project and the harness behaves as in its own checkout.
+a file; relative ones resolve against the launch directory (``$HARNESS_PROJECT`` when set: the
+CLI sets it to the launch directory for its jobs, whatever their working directory). Without any
+of these there is no user project and the harness behaves as in its own checkout.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from harness.core.context import HarnessInputError
 
@@ -112,10 +113,40 @@ def _from_file(path: Path, table: Dict[str, Any]) -> Project:
                    tracking=tracking, source=str(path), settings=dict(table))
 
 
+def _launch_dir(start: Optional[Path] = None) -> Path:
+    """Where the project is seen from: ``$HARNESS_PROJECT``, else ``start``, else the working directory."""
+    return Path(os.environ.get(ENV_PROJECT) or start or os.getcwd()).resolve()
+
+
+def pin_for_jobs() -> Dict[str, Optional[str]]:
+    """Fix the project seen from the launch directory for every job of this command, whatever
+    their working directory (``hydra.job.chdir=true``, launcher workers): ``$HARNESS_PROJECT`` =
+    the launch directory (unless set) and ``$HARNESS_CASES`` absolute. Returns the previous
+    values, for :func:`unpin`."""
+    old = {k: os.environ.get(k) for k in (ENV_PROJECT, ENV_CASES)}
+    base = _launch_dir()
+    os.environ[ENV_PROJECT] = str(base)
+    if old[ENV_CASES]:
+        given = [p for p in old[ENV_CASES].split(os.pathsep) if p]
+        os.environ[ENV_CASES] = os.pathsep.join(  # a missing one stays as given, for its error line
+            str((base / os.path.expanduser(p)).resolve()) if (base / os.path.expanduser(p)).is_dir() else p
+            for p in given)
+    return old
+
+
+def unpin(old: Dict[str, Optional[str]]) -> None:
+    """Restore the environment :func:`pin_for_jobs` changed."""
+    for key, value in old.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 def find_file(start: Optional[Path] = None) -> Optional[Tuple[Path, Dict[str, Any]]]:
     """The nearest project file from ``$HARNESS_PROJECT``, else ``start`` (default: the launch
     directory), upwards."""
-    d = Path(os.environ.get(ENV_PROJECT) or start or os.getcwd()).resolve()
+    d = _launch_dir(start)
     for folder in (d, *d.parents):
         for name in PROJECT_FILES:
             path = folder / name
@@ -132,7 +163,7 @@ def find_project(start: Optional[Path] = None) -> Optional[Project]:
     project = _from_file(*found) if found else None
     env = os.environ.get(ENV_CASES, "")
     if env:
-        base = Path(start or os.getcwd()).resolve()
+        base = _launch_dir(start)
         extra = _dirs(f"${ENV_CASES}", [p for p in env.split(os.pathsep) if p], base)
         if project is None:
             project = Project(root=base, source=f"${ENV_CASES}")
@@ -145,7 +176,7 @@ def find_project(start: Optional[Path] = None) -> Optional[Project]:
 def project_root(start: Optional[Path] = None) -> Path:
     """``${project_root:}``: the folder of the project file, else the launch directory."""
     found = find_file(start)
-    return found[0].parent.resolve() if found else Path(start or os.getcwd()).resolve()
+    return found[0].parent.resolve() if found else _launch_dir(start)
 
 
 def case_dirs(start: Optional[Path] = None) -> Tuple[Path, ...]:
@@ -154,8 +185,11 @@ def case_dirs(start: Optional[Path] = None) -> Tuple[Path, ...]:
     return project.case_dirs if project else ()
 
 
-def searchpath_override(dirs: Tuple[Path, ...]) -> Optional[str]:
-    """The Hydra override that puts ``dirs`` on the config search path after the shipped conf/."""
+def searchpath_override(dirs: Tuple[Path, ...], extra: Sequence[str] = ()) -> Optional[str]:
+    """The Hydra override that puts ``dirs`` on the config search path after the shipped conf/,
+    then the entries ``extra`` (a user's own ``hydra.searchpath``) not already there."""
     if not dirs:
         return None
-    return "hydra.searchpath=[" + ",".join(f"'file://{d}'" for d in dirs) + "]"
+    entries = [f"file://{d}" for d in dirs]
+    entries += [e for e in extra if e not in entries]
+    return "hydra.searchpath=[" + ",".join(f"'{e}'" for e in entries) + "]"
