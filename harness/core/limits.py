@@ -23,6 +23,61 @@ SIZE_LIMITS: Dict[str, Tuple[int, str]] = {
     "integrator.n_steps": (10_000_000, "time steps (one float64 per step and quantity)"),
     "operator.surface.resolution": (4096, "surface cells per direction (memory grows with its square)"),
 }
+# the size parameters of the family cases (``case.params`` of a case whose adapter is in
+# harness.families; a generic case's parameters size the user's own program, not the harness):
+# counts per direction of a grid (memory grows with their square or cube), and totals
+PER_DIRECTION_KEYS = ("n", "nx", "ny", "nz", "n_side", "n_r", "n_z", "n_base", "resolution", "base", "grids")
+PARAM_LIMITS: Dict[str, Tuple[int, str]] = {
+    "per_direction": (10_000, "cells or points per direction of a grid"),
+    "total": (10_000_000, "a count of steps, particles, samples, rings, repeats, ..."),
+}
+
+
+def _param_size_kind(key: str) -> str | None:
+    """``per_direction``, ``total`` or None for a key of ``case.params`` (a ``_full`` variant and a
+    ``grids`` list count like their base name)."""
+    base = key[:-5] if key.endswith("_full") else key
+    if base in PER_DIRECTION_KEYS:
+        return "per_direction"
+    if base.startswith("n_") or base in ("repeats", "levels"):
+        return "total"
+    return None
+
+
+def param_limit(kind: str) -> int:
+    """The limit of a family size parameter: ``$HARNESS_LIMIT_CASE_PARAMS_<KIND>`` or PARAM_LIMITS."""
+    raw = os.environ.get(f"HARNESS_LIMIT_CASE_PARAMS_{kind.upper()}")
+    if raw:
+        try:
+            return int(float(raw))
+        except ValueError:
+            raise HarnessInputError(f"HARNESS_LIMIT_CASE_PARAMS_{kind.upper()}: {raw!r} is not a number") from None
+    return PARAM_LIMITS[kind][0]
+
+
+def _check_param_sizes(node: Any, where: str) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            kind = _param_size_kind(str(key))
+            values = value if isinstance(value, list) else [value]
+            for v in values if kind else []:
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and v > param_limit(kind):
+                    raise HarnessInputError(
+                        f"{where}.{key}: {v!r} is above the limit {param_limit(kind)} ({PARAM_LIMITS[kind][1]}; "
+                        f"raise it with HARNESS_LIMIT_CASE_PARAMS_{kind.upper()} if you mean it)")
+            if isinstance(value, dict):
+                _check_param_sizes(value, f"{where}.{key}")
+
+
+def check_param_sizes(cfg: DictConfig) -> None:
+    """Refuse a size parameter of a family case above its limit (PARAM_LIMITS), naming the key."""
+    adapter = str(OmegaConf.select(cfg, "case.adapter", default="") or "")
+    params = OmegaConf.select(cfg, "case.params", default=None)
+    if not adapter.startswith("harness.families.") or not isinstance(params, DictConfig):
+        return
+    _check_param_sizes(OmegaConf.to_container(params, resolve=True), "case.params")
+
+
 # config key -> allowed values (null allowed where the option has a default meaning)
 CHOICES: Dict[str, Tuple[Any, ...]] = {
     "source.mode": ("production", "debug", None),
@@ -46,6 +101,7 @@ def size_limit(key: str) -> int:
 
 def check_limits(cfg: DictConfig) -> None:
     """Raise HarnessInputError for the first size above its limit or option outside its choices."""
+    check_param_sizes(cfg)
     for key, (_, what) in SIZE_LIMITS.items():
         value = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -65,6 +65,20 @@ def test_absurd_sizes_are_refused_with_the_limit_named(harness_env, capsys, over
     assert code == 2 and lines == [f"load_transfer/uniform_pressure  INVALID  run=-  ({expected})"]
 
 
+@pytest.mark.parametrize("case, override, expected", [
+    ("dem/direct_shear", "case.params.n_particles=100000000",
+     "case.params.n_particles: 100000000 is above the limit 10000000 (a count of steps, particles, samples, "
+     "rings, repeats, ...; raise it with HARNESS_LIMIT_CASE_PARAMS_TOTAL if you mean it)"),
+    ("load_transfer/cfd_wall_convergence", "case.params.grids=[25,50000]",
+     "case.params.grids: 50000 is above the limit 10000 (cells or points per direction of a grid; raise it with "
+     "HARNESS_LIMIT_CASE_PARAMS_PER_DIRECTION if you mean it)"),
+])
+def test_family_size_parameters_are_refused_above_their_limit(harness_env, capsys, case, override, expected):
+    """Every family's size parameters (case.params n, nx, n_*, grids, ...), not only the shared groups'."""
+    code, lines = _run(capsys, [f"+case={case}", "tracking=none", override])
+    assert code == 2 and lines == [f"{case}  INVALID  run=-  ({expected})"]
+
+
 def test_a_size_at_its_limit_is_not_refused_by_the_limit(harness_env, monkeypatch):
     from harness import run_case
 

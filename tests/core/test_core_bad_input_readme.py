@@ -43,7 +43,7 @@ def test_commands_run_as_written_with_the_output_shown(tmp_path):
 
 
 def test_limits_table_matches_the_code():
-    from harness.core.limits import MAX_ARGUMENT_CHARS, MAX_EXPORT_STEPS, MAX_NAME_CHARS, SIZE_LIMITS
+    from harness.core.limits import MAX_ARGUMENT_CHARS, MAX_EXPORT_STEPS, MAX_NAME_CHARS, PARAM_LIMITS, SIZE_LIMITS
     from harness.generic import expression_limits, expressions
     from models.load_transfer.contracts import probe, validator
 
@@ -52,6 +52,9 @@ def test_limits_table_matches_the_code():
         env = "HARNESS_LIMIT_" + key.replace(".", "_").upper()
         row = next(ln for ln in text.splitlines() if ln.startswith(f"| `{key}`"))
         assert f"| {limit:,}".replace(",", " ") in row and f"`{env}`" in row, row
+    for kind, (limit, _) in PARAM_LIMITS.items():
+        row = next(ln for ln in text.splitlines() if f"`HARNESS_LIMIT_CASE_PARAMS_{kind.upper()}`" in ln)
+        assert f"| {limit:,} |".replace(",", " ") in row, row
     assert f"| `cavitation-kratos-export --steps` | {MAX_EXPORT_STEPS:,} |".replace(",", " ") in text
     assert f"| {MAX_ARGUMENT_CHARS} characters |" in text and f"| {MAX_NAME_CHARS} characters |" in text
     assert f"{expressions.MAX_LENGTH} characters, syntax tree {expression_limits.MAX_DEPTH} levels deep" in text
