@@ -44,15 +44,20 @@ def _param_size_kind(key: str) -> str | None:
     return None
 
 
+def _limit_from(env: str, default: int) -> int:
+    """``$env`` as an integer limit if set (exit-2 error naming it if not a number), else ``default``."""
+    raw = os.environ.get(env)
+    if not raw:
+        return default
+    try:
+        return int(float(raw))
+    except ValueError:
+        raise HarnessInputError(f"{env}: {raw!r} is not a number") from None
+
+
 def param_limit(kind: str) -> int:
     """The limit of a family size parameter: ``$HARNESS_LIMIT_CASE_PARAMS_<KIND>`` or PARAM_LIMITS."""
-    raw = os.environ.get(f"HARNESS_LIMIT_CASE_PARAMS_{kind.upper()}")
-    if raw:
-        try:
-            return int(float(raw))
-        except ValueError:
-            raise HarnessInputError(f"HARNESS_LIMIT_CASE_PARAMS_{kind.upper()}: {raw!r} is not a number") from None
-    return PARAM_LIMITS[kind][0]
+    return _limit_from(f"HARNESS_LIMIT_CASE_PARAMS_{kind.upper()}", PARAM_LIMITS[kind][0])
 
 
 def _check_param_sizes(node: Any, where: str) -> None:
@@ -89,14 +94,7 @@ MAX_NAME_CHARS = 200  # a config option name (case=..., a group choice): it is a
 
 def size_limit(key: str) -> int:
     """The upper limit of ``key``: ``$HARNESS_LIMIT_<KEY>`` if set, else SIZE_LIMITS."""
-    env = "HARNESS_LIMIT_" + key.replace(".", "_").upper()
-    raw = os.environ.get(env)
-    if raw:
-        try:
-            return int(float(raw))
-        except ValueError:
-            raise HarnessInputError(f"{env}: {raw!r} is not a number") from None
-    return SIZE_LIMITS[key][0]
+    return _limit_from("HARNESS_LIMIT_" + key.replace(".", "_").upper(), SIZE_LIMITS[key][0])
 
 
 def check_limits(cfg: DictConfig) -> None:
