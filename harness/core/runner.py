@@ -292,8 +292,9 @@ def _write_records(ctx: RunContext, outcome: Outcome, result: CaseResult, gate_r
         metrics=outcome.metrics, info=result.info, status=outcome.status, error=outcome.message, git=git)
     manifest["metric_kinds"] = outcome.kinds
     manifest["determinism"] = determinism.record(resolved or {})
-    if slurm_job.job_block():  # a job of hydra/launcher=slurm: its Slurm id, node, queue wait, run time
-        manifest["slurm"] = slurm_job.job_block()
+    slurm = slurm_job.job_block()  # a job of hydra/launcher=slurm: its Slurm id, node, queue wait, run time
+    if slurm:
+        manifest["slurm"] = slurm
     atomic_write_text(run_dir / "manifest.json", json.dumps(manifest, indent=2, default=_json_default))
 
 
