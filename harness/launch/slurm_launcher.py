@@ -135,8 +135,10 @@ def _job_singletons() -> Dict[str, Any]:
     from hydra.core.global_hydra import GlobalHydra
 
     state = Singleton.get_state()
-    for cls in (ConfigStore, GlobalHydra):
-        state["instances"].pop(cls, None)
+    instances = state.get("instances") if isinstance(state, dict) else None
+    if isinstance(instances, dict):  # the shape of hydra-core 1.3 (else the whole state: slower, same result)
+        for cls in (ConfigStore, GlobalHydra):
+            instances.pop(cls, None)
     return state
 
 
@@ -150,7 +152,7 @@ class HarnessSlurmLauncher(SlurmLauncher):
         self._composed = False  # True while submitting jobs that carry their composed config
 
     def __getstate__(self) -> Dict[str, Any]:
-        """What a job gets pickled: with composed configs, no config loader and no sweep config
+        """What a job gets pickled: with composed configs, no config loader and no multirun config
         (the job needs neither, and unpickling them costs the job time)."""
         state = dict(self.__dict__)
         if state.get("_composed") and self.hydra_context is not None:

@@ -73,7 +73,8 @@ def job_table(job_ids: Iterable[str], timeout_s: float = 60.0) -> Dict[str, Dict
     except subprocess.TimeoutExpired as exc:
         raise AccountingError(f"sacct did not return within {timeout_s:g} s") from exc
     if res.returncode != 0:
-        err = " ".join(res.stderr.split())[:300] or f"exit code {res.returncode}"
+        lines = [ln.strip() for ln in res.stderr.splitlines() if ln.strip()]
+        err = lines[-1].replace("sacct: error: ", "")[:300] if lines else f"exit code {res.returncode}"
         raise AccountingError(f"sacct failed: {err}")
     table: Dict[str, Dict[str, object]] = {}
     for line in res.stdout.splitlines():

@@ -111,7 +111,7 @@ class SweepWait:
             self.known.setdefault(jid, {})["state"] = state
         for jid in open_ids:
             self.why.setdefault(jid, f"cancelled: accounting (sacct) gave no answer for {silent_s:.0f} s "
-                                     f"(accounting_timeout_s={self.accounting_timeout_s:g}), last known state; {exc}")
+                                     f"(accounting_timeout_s={self.accounting_timeout_s:g}); state as last known; {exc}")
         log.error("slurm: accounting gave no answer for %.0f s (%s): cancelling %d jobs", silent_s, exc, len(open_ids))
         Q.cancel(open_ids)
 
