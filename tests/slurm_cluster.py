@@ -6,8 +6,8 @@
 Starts, as root and without systemd, with every file under DIR and on free loopback ports:
 munged (key, socket, pid), a MariaDB server (``--skip-grant-tables``, loopback only), slurmdbd
 (real accounting: ``sacct`` is what submitit reads job states with), slurmctld and slurmd for
-one node ``localhost`` with this machine's CPUs and memory, partition ``debug``. It returns
-once ``sinfo`` shows the node idle. DIR/cluster.json lists the daemons' PIDs. Needs Debian's
+one node ``localhost`` with this machine's CPUs and memory, partition ``debug``, scheduling
+events batched for 1 s (:data:`SCHEDULER`). It returns once ``sinfo`` shows the node idle. DIR/cluster.json lists the daemons' PIDs. Needs Debian's
 ``slurm-wlm slurmdbd munge mariadb-server``.
 """
 from __future__ import annotations
@@ -24,6 +24,11 @@ from typing import Dict, List
 
 PARTITION = "debug"
 NODE = "localhost"
+# Slurm defers the scheduling pass that an event (a submission, a job's end) triggers by
+# batch_sched_delay (default 3 s, a throughput setting for clusters taking many submissions a
+# second): one array task at a time would then start at most every 3 s, whatever the job costs.
+# 1 s, the smallest delay that still batches events, as a cluster tuned for short jobs sets it.
+SCHEDULER = "SchedulerParameters=batch_sched_delay=1"
 
 
 def _free_port() -> int:
@@ -129,6 +134,7 @@ KillWait=2
 OverTimeLimit=0
 MinJobAge=300
 MessageTimeout=10
+{SCHEDULER}
 NodeName={NODE} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={_memory_mb()} State=UNKNOWN
 PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
 """)
@@ -210,6 +216,19 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _stop_pid(pid: int, grace_s: float) -> None:
+    if not pid or not _alive(pid):
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _alive(pid):
+        os.kill(pid, signal.SIGKILL)
+        while _alive(pid):
+            time.sleep(0.05)
+
+
 def stop(directory: str | os.PathLike, grace_s: float = 15.0) -> None:
     """Stop every daemon recorded in DIR/cluster.json by its PID (SIGTERM, then SIGKILL)."""
     f = Path(directory) / "cluster.json"
@@ -217,17 +236,37 @@ def stop(directory: str | os.PathLike, grace_s: float = 15.0) -> None:
         return
     pids = json.loads(f.read_text())["pids"]
     for name in ("slurmd", "slurmctld", "slurmdbd", "mariadbd", "munged"):
-        pid = pids.get(name)
-        if not pid or not _alive(pid):
-            continue
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
-            while _alive(pid):
-                time.sleep(0.05)
+        _stop_pid(pids.get(name), grace_s)
+
+
+def stop_accounting(directory: str | os.PathLike) -> None:
+    """Stop slurmdbd alone (``sacct`` then fails; slurmctld keeps the queue and its records)."""
+    pids = json.loads((Path(directory) / "cluster.json").read_text())["pids"]
+    _stop_pid(pids.get("slurmdbd"), 15.0)
+
+
+def start_accounting(directory: str | os.PathLike, timeout_s: float = 60.0) -> None:
+    """Start slurmdbd again (after :func:`stop_accounting`) and wait until ``sacct`` answers."""
+    d = Path(directory).resolve()
+    state = json.loads((d / "cluster.json").read_text())
+    env = dict(os.environ, SLURM_CONF=str(d / "slurm.conf"))
+    pid = _spawn(["slurmdbd", "-D"], d / "log" / "slurmdbd.out", env)
+    state["pids"]["slurmdbd"] = pid
+    (d / "cluster.json").write_text(json.dumps(state, indent=2))
+    _wait("slurmdbd", lambda: _port_open(state["ports"]["dbd"]), timeout_s, [d / "log" / "slurmdbd.log"], [pid])
+    _wait("accounting (sacct)", lambda: _sacct_ok(env), timeout_s, [d / "log" / "slurmdbd.log"])
+    # slurmctld sends its records to the new slurmdbd: a probe job shows up in sacct, ended
+    res = subprocess.run(["sbatch", "--parsable", "-J", "accounting-probe", "-o", "/dev/null", "--wrap", "true"],
+                         env=env, capture_output=True, text=True, check=True)
+    probe = res.stdout.strip().split(";")[0]
+    _wait("the probe job in accounting", lambda: _sacct_state(env, probe) == "COMPLETED", timeout_s,
+          [d / "log" / "slurmdbd.log", d / "log" / "slurmctld.log"])
+
+
+def _sacct_state(env: Dict[str, str], job_id: str) -> str:
+    res = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State"], env=env, capture_output=True,
+                         text=True)
+    return res.stdout.strip().split(" ")[0] if res.returncode == 0 else ""
 
 
 def main(argv: List[str]) -> int:

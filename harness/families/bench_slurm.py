@@ -5,8 +5,10 @@ are swept twice with the CLI into one pre-created store, in this run: with the b
 (one after another in one process) and with ``hydra/launcher=slurm`` with one job at a time
 (``array_parallelism=1``), so both do the same work in the same order. Per-job overhead of Slurm
 = (wall(slurm) - wall(basic)) / jobs [s]: what a job costs beyond its own time on the basic
-launcher (submission, queue, a Python process per job, sacct polling). Ratio = wall(slurm) /
-wall(basic). The median queue wait and run time Slurm recorded (whole seconds) are logged too.
+launcher (submission, the scheduler pass that starts the next task, a Python process per job,
+waiting for the results). Ratio = wall(slurm) / wall(basic). The median queue wait and run time
+Slurm recorded (whole seconds) are logged too, and the cluster's ``SchedulerParameters`` (its
+``batch_sched_delay``, default 3 s, bounds how soon the next task starts) go into the manifest.
 Needs a running Slurm cluster (``SLURM_CONF``; ``python tests/slurm_cluster.py start DIR``).
 """
 from __future__ import annotations
@@ -56,6 +58,16 @@ def _sweep(p: Dict[str, Any], outputs: Path, launcher: List[str]) -> Dict[str, A
     return {"wall_s": wall, "sweep_dir": str(sweep)}
 
 
+def _scheduler_parameters() -> str:
+    """The cluster's ``SchedulerParameters`` as ``scontrol show config`` reports them."""
+    res = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=60)
+    for line in res.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "SchedulerParameters":
+            return value.strip()
+    return "?"
+
+
 def run(cfg, ctx: RunContext) -> CaseResult:
     p = _params(cfg)
     from harness.tracking import records as tracking
@@ -79,4 +91,5 @@ def run(cfg, ctx: RunContext) -> CaseResult:
                "slurm_jobs_completed": float(sum(j.get("state") == "COMPLETED" for j in jobs.values()))}
     ctx.write_json("bench.json", {"basic": basic, "slurm": slurm, "slurm_jobs": jobs})
     log.info("slurm overhead per job %.3g s (ratio %.3g)", metrics["slurm_overhead_per_job_s"], metrics["slurm_ratio"])
-    return CaseResult(metrics=metrics, info={"jobs": n, "job_case": p["job_case"]})
+    return CaseResult(metrics=metrics, info={"jobs": n, "job_case": p["job_case"],
+                                             "scheduler_parameters": _scheduler_parameters()})

@@ -25,6 +25,10 @@ UNRUNNABLE = ("ReqNodeNotAvail", "PartitionDown", "PartitionInactive", "Partitio
 _FIELDS = ("JobID", "State", "Submit", "Start", "End", "NodeList", "Reason", "ExitCode")
 
 
+class AccountingError(RuntimeError):
+    """``sacct`` did not answer: it failed (slurmdbd down or unreachable) or did not return in time."""
+
+
 def base_state(state: str) -> str:
     """``CANCELLED by 0`` -> ``CANCELLED``; ``RUNNING`` stays."""
     return (state or "").split(" ")[0].rstrip("+")
@@ -54,19 +58,24 @@ def _time(text: str) -> Optional[float]:
         return None
 
 
-def job_table(job_ids: Iterable[str]) -> Dict[str, Dict[str, object]]:
+def job_table(job_ids: Iterable[str], timeout_s: float = 60.0) -> Dict[str, Dict[str, object]]:
     """``{job id: {state, reason, submit, start, end (epoch s or None), node, exit_code}}`` from sacct.
 
-    Jobs sacct does not know yet (accounting lags a submission by a moment) are absent.
+    Jobs sacct does not know yet (accounting lags a submission by a moment) are absent. Raises
+    :class:`AccountingError` when sacct fails or takes longer than ``timeout_s`` seconds.
     """
     ids = sorted({j.split("_")[0] for j in job_ids})
     if not ids:
         return {}
-    res = subprocess.run(["sacct", "-n", "-X", "-P", "-j", ",".join(ids), "-o", ",".join(_FIELDS)],
-                         capture_output=True, text=True, timeout=60)
+    try:
+        res = subprocess.run(["sacct", "-n", "-X", "-P", "-j", ",".join(ids), "-o", ",".join(_FIELDS)],
+                             capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        raise AccountingError(f"sacct did not return within {timeout_s:g} s") from exc
     if res.returncode != 0:
-        log.warning("sacct failed (%s): %s", res.returncode, res.stderr.strip()[:300])
-        return {}
+        lines = [ln.strip() for ln in res.stderr.splitlines() if ln.strip()]
+        err = lines[-1].replace("sacct: error: ", "")[:300] if lines else f"exit code {res.returncode}"
+        raise AccountingError(f"sacct failed: {err}")
     table: Dict[str, Dict[str, object]] = {}
     for line in res.stdout.splitlines():
         parts = line.split("|")
@@ -128,3 +137,20 @@ def in_queue(job_ids: Iterable[str]) -> List[str]:
                          text=True, timeout=60)
     wanted = set(job_ids)
     return [j.strip() for j in res.stdout.splitlines() if j.strip() in wanted]
+
+
+def queue_states(job_ids: Iterable[str]) -> Dict[str, str]:
+    """``{job id: state}`` of the jobs among ``job_ids`` still in the queue, from slurmctld
+    (``squeue``: it answers when accounting does not)."""
+    ids = sorted({j.split("_")[0] for j in job_ids})
+    if not ids:
+        return {}
+    res = subprocess.run(["squeue", "-h", "-r", "-j", ",".join(ids), "-o", "%i|%T"], capture_output=True,
+                         text=True, timeout=60)
+    wanted = set(job_ids)
+    out = {}
+    for line in res.stdout.splitlines():
+        jid, _, state = line.strip().partition("|")
+        if jid in wanted:
+            out[jid] = state
+    return out

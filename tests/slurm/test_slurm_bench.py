@@ -25,6 +25,9 @@ def test_slurm_overhead_bench_measures_both_launchers_in_one_run(tmp_path, sl, e
     assert m["basic_wall_s"] > 0 and m["slurm_queue_wait_median_s"] >= 0
     bench = json.loads((run_dir / "bench.json").read_text())
     assert len(bench["slurm_jobs"]) == jobs and all(j["node"] == "localhost" for j in bench["slurm_jobs"].values())
+    # measured under the test cluster's scheduler setting (tests/slurm_cluster.py SCHEDULER), recorded
+    info = json.loads((run_dir / "manifest.json").read_text())["info"]
+    assert info["scheduler_parameters"] == "batch_sched_delay=1"
     run_id = json.loads((run_dir / "outcome.json").read_text())["mlflow_run_id"]
     logged = MlflowClient(f"sqlite:///{out}/mlflow.db").get_run(run_id).data.metrics
     assert logged["slurm_overhead_per_job_s"] == m["slurm_overhead_per_job_s"]

@@ -131,3 +131,34 @@ def test_sigterm_to_the_launching_process_cancels_the_queued_jobs(tmp_path, sl, 
                                                              ("3", "CANCELLED")], text[-3000:]
     check_kept(sweep, (0,), "KILLED")
     assert sl.queue() == []
+
+
+def test_accounting_that_stops_answering_cancels_the_open_jobs(tmp_path, sl, slurm, empty_queue):
+    """slurmdbd stopped while job 1 runs (held) and jobs 0 and 2 are done: sacct fails; after
+    accounting_timeout_s the launcher cancels job 1 and names it with its last known state
+    (RUNNING, from slurmctld); the parent ends FAILED, exit 1, jobs 0 and 2 kept. slurmdbd is
+    started again afterwards (the cluster is shared by the session)."""
+    import slurm_cluster  # tests/slurm_cluster.py (on the path: tests/slurm/conftest.py)
+
+    out, log = tmp_path / "out", tmp_path / "log.txt"
+    proc = sl.popen(["-m", CASE, "integrator.n_steps=50,100,200", "hydra/launcher=slurm", hold("1"),
+                     "hydra.launcher.accounting_timeout_s=4"], out, log)
+    jid = sl.wait_for("task 1 running", lambda: sl.running(1), 120)
+    sweep = sl.wait_for("the sweep dir", lambda: sl.latest_sweep(out) if (out / "sweeps").is_dir() else None)
+    sl.wait_for("jobs 0 and 2 done", lambda: all((sweep / str(j) / "outcome.json").is_file() for j in (0, 2)), 120)
+    slurm_cluster.stop_accounting(slurm["dir"])
+    t0 = time.monotonic()
+    try:
+        text = finish(proc, log, 120)
+        waited = time.monotonic() - t0
+    finally:
+        slurm_cluster.start_accounting(slurm["dir"])
+    assert proc.returncode == 1, text[-3000:]
+    assert lost_lines(text) == [("1", jid, "RUNNING")], text[-3000:]
+    assert re.search(r"cancelled: accounting \(sacct\) gave no answer for \d+ s \(accounting_timeout_s=4\)", text)
+    assert waited >= 4, f"gave up after {waited:.1f} s, before accounting_timeout_s"
+    assert "jobs=3 failed=1" in text
+    check_kept(sweep, (0, 2), "FAILED")
+    rec = json.loads((sweep / "1" / "slurm.json").read_text())
+    assert rec["job_id"] == jid and rec["state"] == "RUNNING" and rec["lost"].startswith("cancelled: accounting")
+    assert sl.queue() == []

@@ -80,5 +80,5 @@ def test_readme_launcher_settings_compose(sl, tmp_path):
     defaults = yaml.safe_load(sl.harness(["hydra/launcher=slurm", "+case=integrators/linear_ros2", "--cfg", "hydra",
                                           "-p", "hydra.launcher"], tmp_path).stdout)
     for key in ("timeout_min", "cpus_per_task", "mem_gb", "array_parallelism", "signal_delay_s", "poll_s",
-                "unrunnable_after_s"):
+                "unrunnable_after_s", "accounting_timeout_s"):
         assert float(table[key]) == float(defaults[key]), key

@@ -52,3 +52,17 @@ def test_resume_says_why_when_its_sweeper_is_refused():
     assert _in_subprocess(code) == "registered"
     out = _in_subprocess(code, "resume_sweeper")
     assert out.startswith("refused: resume extends Hydra's basic sweeper") and "HARNESS_PLAIN_PATHS" in out
+
+
+def test_sacct_that_fails_raises_accounting_error(tmp_path, monkeypatch):
+    """sacct without a reachable accounting daemon exits non-zero: the launcher's waiting sees an
+    AccountingError (counted against accounting_timeout_s), not an empty table."""
+    import pytest
+
+    (tmp_path / "slurm.conf").write_text("ClusterName=none\nSlurmctldHost=localhost\n"
+                                         "AccountingStorageType=accounting_storage/slurmdbd\n"
+                                         "AccountingStorageHost=127.0.0.1\nAccountingStoragePort=9\n")
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
+    with pytest.raises(Q.AccountingError, match="sacct failed"):
+        Q.job_table(["1_0"], timeout_s=30)
+    assert Q.job_table([]) == {}  # nothing to ask: no call
