@@ -170,6 +170,17 @@ def _missing_config_line(text: str, overrides: Sequence[str] = ()) -> Optional[s
     return f"{head}config not found: {path!r}"
 
 
+def _self_named_rule(chain: Sequence[BaseException]) -> Optional[str]:
+    """The message of a ValueError raised by an instantiated object (e.g. a launcher) that already
+    names its config key (``hydra.launcher.poll_s: must be ...``), without Hydra's wrapper text."""
+    innermost = chain[-1] if chain else None
+    if len(chain) > 1 and isinstance(innermost, ValueError):
+        text = str(innermost).strip()
+        if re.match(r"^hydra\.[\w.]+: ", text) and "\n" not in text:
+            return text
+    return None
+
+
 def describe_config_error(exc: BaseException, overrides: Sequence[str] = ()) -> str:
     """One line naming what is wrong with a composed config (file, key and rule).
 
@@ -194,6 +205,9 @@ def describe_config_error(exc: BaseException, overrides: Sequence[str] = ()) -> 
         line = _missing_config_line(t, overrides)
         if line:
             return line
+    named = _self_named_rule(chain)
+    if named:
+        return named
     full_key = None
     for x in chain:
         fk = getattr(x, "full_key", None)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -142,13 +143,25 @@ def _job_singletons() -> Dict[str, Any]:
     return state
 
 
+def _positive_seconds(name: str, value: Any) -> float:
+    """``value`` as a finite positive number of seconds, else ValueError naming ``hydra.launcher.<name>``
+    (Hydra reports it as a config error: one line, exit 2)."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0.0):
+        raise ValueError(f"hydra.launcher.{name}: must be a positive number of seconds, got {value!r}")
+    return seconds
+
+
 class HarnessSlurmLauncher(SlurmLauncher):
     def __init__(self, poll_s: float = 1.0, unrunnable_after_s: float = 20.0, accounting_timeout_s: float = 300.0,
                  **params: Any) -> None:
         super().__init__(**params)
-        self.poll_s = float(poll_s)
-        self.unrunnable_after_s = float(unrunnable_after_s)
-        self.accounting_timeout_s = float(accounting_timeout_s)
+        self.poll_s = _positive_seconds("poll_s", poll_s)
+        self.unrunnable_after_s = _positive_seconds("unrunnable_after_s", unrunnable_after_s)
+        self.accounting_timeout_s = _positive_seconds("accounting_timeout_s", accounting_timeout_s)
         self._composed = False  # True while submitting jobs that carry their composed config
 
     def __getstate__(self) -> Dict[str, Any]:

@@ -66,3 +66,21 @@ def test_sacct_that_fails_raises_accounting_error(tmp_path, monkeypatch):
     with pytest.raises(Q.AccountingError, match="sacct failed"):
         Q.job_table(["1_0"], timeout_s=30)
     assert Q.job_table([]) == {}  # nothing to ask: no call
+
+
+def test_a_launcher_time_setting_that_is_not_positive_is_one_line_and_exit_2(tmp_path):
+    """hydra.launcher.poll_s / unrunnable_after_s / accounting_timeout_s <= 0 (or not a number): exit 2,
+    one line naming the key and the rule, before any job is submitted (no cluster needed)."""
+    from tests.conftest import command_env
+
+    db = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    for key, value in (("poll_s", "-1"), ("accounting_timeout_s", "0"), ("unrunnable_after_s", "nan")):
+        res = subprocess.run([sys.executable, "-m", "harness", "-m", "hydra/launcher=slurm",
+                              f"hydra.launcher.{key}={value}", "+case=integrators/vdpol_radau",
+                              f"tracking.uri={db}"], cwd=tmp_path, env=command_env(), capture_output=True,
+                             text=True, timeout=180)
+        assert res.returncode == 2, res.stderr[-2000:]
+        lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+        assert lines[-1].startswith(f"harness: error: hydra.launcher.{key}: must be a positive number of seconds"), lines
+        assert "Traceback" not in res.stderr and "Error in call to target" not in res.stderr
+        assert not list(tmp_path.glob("outputs/sweeps/**/.submitit"))  # nothing was submitted
