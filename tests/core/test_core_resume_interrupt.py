@@ -166,3 +166,34 @@ def test_resume_refuses_a_sweep_that_changed_since_it_ran(resumed, tmp_path):
     assert sorted(p.relative_to(sweep) for p in (sweep / ".resumed").glob("*/*")) == moved_before
     assert (sweep / "5" / "config.yaml").is_file() and not (sweep / "5" / "outcome.json").exists()
     assert resumed.client.get_run(resumed.state["parent_run_id"]).info.status == "FINISHED"
+
+
+def test_mark_ends_a_run_left_running_and_leaves_a_job_without_a_new_run_untagged(tmp_path):
+    """harness.studies.superseded.mark on a real sqlite store: an attempt whose worker died while
+    recording (RUNNING) is tagged and ended KILLED; a rerun job that recorded nothing leaves its
+    earlier run untagged; a second call changes nothing."""
+    from harness.studies import superseded
+    from harness.tracking import records as tracking
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    sweep = tmp_path / "sweep"
+    exp = tracking.ensure_experiment(uri, "harness/test", str(tmp_path / "art"))
+    parent = tracking.start_run(uri, exp, "study:x")
+    runs = {}
+    for name, job in (("old0", 0), ("new0", 0), ("old1", 1)):
+        runs[name] = tracking.start_run(uri, exp, name, parent_run_id=parent)
+        tracking.log_batch(uri, runs[name], tags={"run_dir": str(sweep / str(job))})
+    tracking.end_run(uri, runs["new0"], "FINISHED")
+    (sweep / "0").mkdir(parents=True)
+    (sweep / "0" / "outcome.json").write_text(json.dumps({"status": "ok", "mlflow_run_id": runs["new0"]}))
+    (sweep / "1").mkdir()
+    (sweep / "1" / "outcome.json").write_text(json.dumps({"status": "tracking_error", "mlflow_run_id": None}))
+    (sweep / "study_state.json").write_text(json.dumps({"tracking_uri": uri, "parent_run_id": parent,
+                                                        "resumed": [{"at": "x", "jobs": [0, 1]}]}))
+    assert superseded.mark(sweep) == {runs["old0"]: runs["new0"]}
+    c = MlflowClient(uri)
+    old0, new0, old1 = (c.get_run(runs[n]) for n in ("old0", "new0", "old1"))
+    assert old0.data.tags[TAG] == runs["new0"] and old0.info.status == "KILLED"
+    assert TAG not in new0.data.tags and new0.info.status == "FINISHED"
+    assert TAG not in old1.data.tags and old1.info.status == "RUNNING"
+    assert superseded.mark(sweep) == {}
