@@ -41,35 +41,37 @@ def _run_id(job_dir: Path) -> Optional[str]:
 
 
 def mark(sweep_dir: Path) -> Dict[str, str]:
-    """Tag the earlier attempts of the jobs the last resume of ``sweep_dir`` reran (module
-    docstring); returns ``{old run id: new run id}``. A rerun job that recorded no run (its
-    record unsent) leaves its earlier attempts untagged, with a warning."""
+    """Tag the earlier attempts of every job a resume of ``sweep_dir`` reran (module docstring;
+    the runs under the parent whose tag ``run_dir`` is that job's directory, other than the one its
+    ``outcome.json`` names); returns ``{old run id: new run id}`` of the runs tagged now. A rerun
+    job that recorded no run (its record unsent) leaves its earlier attempts untagged, with a
+    warning; runs tagged before stay as they are (a second call tags nothing)."""
     from harness.tracking import records as tracking
 
     sweep_dir = Path(sweep_dir).resolve()
     state = _state(sweep_dir) or {}
     uri, parent = state.get("tracking_uri"), state.get("parent_run_id")
-    resumed = state.get("resumed") or []
-    if not (uri and parent and resumed):
+    rerun = {str(sweep_dir / str(n)) for r in state.get("resumed") or [] for n in r.get("jobs") or []}
+    if not (uri and parent and rerun):
         return {}
     c = tracking.client(uri)
-    exp = c.get_run(parent).info.experiment_id
+    kids = c.search_runs([c.get_run(parent).info.experiment_id],
+                         filter_string=f"tags.mlflow.parentRunId = '{parent}'", max_results=10000)
     done: Dict[str, str] = {}
-    for num in resumed[-1].get("jobs") or []:
-        job_dir = sweep_dir / str(num)
-        new = _run_id(job_dir)
-        runs = c.search_runs([exp], filter_string=f"tags.mlflow.parentRunId = '{parent}' and "
-                                                  f"tags.run_dir = '{job_dir}'", max_results=1000)
-        old = [r for r in runs if r.info.run_id != new and TAG not in r.data.tags]
-        if old and not new:
-            log.warning("resume: job %s recorded no run; its earlier runs %s stay untagged", num,
-                        [r.info.run_id for r in old])
+    for r in current(kids):
+        job_dir = r.data.tags.get("run_dir")
+        if job_dir not in rerun:
             continue
-        for r in old:
-            tracking.log_batch(uri, r.info.run_id, tags={TAG: new})
-            if r.info.status in ("RUNNING", "SCHEDULED"):
-                tracking.end_run(uri, r.info.run_id, "KILLED")
-            done[r.info.run_id] = new
+        new = _run_id(Path(job_dir))
+        if new == r.info.run_id:
+            continue
+        if not new:
+            log.warning("resume: %s recorded no run; the earlier run %s stays untagged", job_dir, r.info.run_id)
+            continue
+        tracking.log_batch(uri, r.info.run_id, tags={TAG: new})
+        if r.info.status in ("RUNNING", "SCHEDULED"):
+            tracking.end_run(uri, r.info.run_id, "KILLED")
+        done[r.info.run_id] = new
     if done:
         log.warning("resume: %d earlier run(s) tagged %s: %s", len(done), TAG,
                     ", ".join(f"{o} -> {n}" for o, n in done.items()))

@@ -4,8 +4,9 @@ A validation study (DEM contact time, 2 points x 3 Latin hypercube samples = 6 j
 CONSTRUCTED test data) runs on ``hydra/launcher=joblib`` with 2 workers; once two jobs have
 finished and another is running its case, SIGINT goes to the launching process group (Ctrl-C in a
 terminal). The resume reruns only the jobs without a finished outcome, in the same directory and
-parent run, and the study equals an uninterrupted run's; the run the interrupted attempt left is
-kept, tagged ``harness.superseded_by`` and left out of compare and the report.
+parent run, and the study equals an uninterrupted run's; a run the interrupted attempt left is
+kept, tagged ``harness.superseded_by`` and left out of compare and the report (the last test
+checks that tagging on a real store without the race of a live interrupt).
 """
 from __future__ import annotations
 
@@ -136,8 +137,11 @@ def test_the_replaced_attempts_runs_are_kept_tagged_and_left_out(resumed):
     current = {json.loads((r.sweep / str(j) / "outcome.json").read_text())["mlflow_run_id"]: j for j in range(N_JOBS)}
     new_of = {str(r.sweep / str(j)): rid for rid, j in current.items()}
     old = [k for k in kids if k.info.run_id not in current]
-    assert len(old) >= 1  # the job running at the interrupt recorded its interrupted attempt
-    for k in old:  # kept, not deleted; named the run that replaced it; not left RUNNING
+    # the runs the replaced attempts recorded: the job running at the interrupt records its
+    # interrupted attempt unless joblib stops its worker first (a race: seen both ways here)
+    recorded = {json.loads(f.read_text()).get("mlflow_run_id") for f in r.sweep.glob(".resumed/*/*/outcome.json")}
+    assert {k.info.run_id for k in old} == recorded - {None}  # each kept, none deleted, no other stray run
+    for k in old:  # named the run that replaced it; not left RUNNING
         assert k.data.tags[TAG] == new_of[k.data.tags["run_dir"]]
         assert k.data.tags["status"] == "interrupted" and k.info.status in ("KILLED", "FAILED")
     assert all(TAG not in k.data.tags and k.info.status == "FINISHED" for k in kids if k.info.run_id in current)
