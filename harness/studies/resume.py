@@ -7,6 +7,12 @@ directory holds no finished outcome (no ``outcome.json``, or status error / inte
 skipped) are rerun in their own job directories (the old contents move to
 ``.resumed/<stamp>/<job>``), the parent run is set RUNNING again and pinned for the new jobs,
 and the callback's end aggregates every job directory into the same parent run.
+
+A validation study's jobs are its basic jobs x points x samples (harness.studies.validation
+draws the same samples from the same seed again). A finished job whose ``.hydra/overrides.yaml``
+says other than the sweep now gives it (the study, its data or the command changed) stops the
+resume before anything moves (one line, exit 2). After the resume, harness.studies.superseded
+tags the runs the replaced attempts left.
 """
 from __future__ import annotations
 
@@ -73,9 +79,13 @@ def check_same_sweep(jobs: List[List[str]], sweep_dir: Path) -> None:
         f = sweep_dir / str(num) / ".hydra" / "overrides.yaml"
         if not finished(sweep_dir / str(num)) or not f.is_file():
             continue
-        ran = [str(o) for o in (yaml.safe_load(f.read_text()) or [])]
-        if _meaning(ran) != _meaning(job):
-            differ = sorted(set(_meaning(ran)) ^ set(_meaning(job)))
+        try:
+            ran = _meaning([str(o) for o in (yaml.safe_load(f.read_text()) or [])])
+        except Exception as exc:  # noqa: BLE001 - a file Hydra did not write: nothing to compare
+            log.warning("resume: cannot read %s (%s); job %s is not compared with the sweep", f, exc, num)
+            continue
+        if ran != _meaning(job):
+            differ = sorted(set(ran) ^ set(_meaning(job)))
             raise HarnessInputError(f"{f}: job {num} ran with other overrides than the sweep now gives it "
                                     f"({', '.join(f'{k}={v}' for _, k, v in differ[:4])}): the study, its data or "
                                     "the command changed since; resume needs the same sweep")
@@ -128,6 +138,9 @@ def start(config: DictConfig, state_file: str, open_parents: Dict[str, str], pin
     except HarnessInputError as exc:  # Hydra turns a callback's exception into a warning
         print(f"harness: error: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(G.EXIT_INPUT) from None
+    except Exception:  # noqa: BLE001 - as a warning, the original sweep would run again over finished jobs
+        log.exception("resume %s: the jobs to rerun could not be planned", sweep_dir)
+        raise SystemExit(G.EXIT_FAIL) from None
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for num in todo:
         old = sweep_dir / str(num)
