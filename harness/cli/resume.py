@@ -66,10 +66,23 @@ def main(args: List[str], hydra_main: Callable[..., None], job_exit_code: Callab
             from harness.suites import suite as suites
 
             hydra_main(suites.suite_task)
-            return max(job_exit_code(), suites.last_exit_code())
-        from harness.studies.aggregate import last_exit_code
+            code = max(job_exit_code(), suites.last_exit_code())
+        else:
+            from harness.studies.aggregate import last_exit_code
 
-        hydra_main()
-        return max(job_exit_code(), last_exit_code())
+            hydra_main()
+            code = max(job_exit_code(), last_exit_code())
     finally:
         os.environ.pop(resume.ENV, None)
+    _mark_superseded(sweep_dir)
+    return code
+
+
+def _mark_superseded(sweep_dir: Path) -> None:
+    """Tag the runs of the attempts this resume replaced (harness.studies.superseded); best effort."""
+    from harness.studies import superseded
+
+    try:
+        superseded.mark(sweep_dir)
+    except Exception as exc:  # noqa: BLE001 - the study or suite is complete; only the tags are missing
+        log.error("resume: could not tag the superseded runs of %s: %s", sweep_dir, exc)

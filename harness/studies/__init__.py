@@ -1,5 +1,6 @@
 """Studies: a multirun sweep aggregated into a parent run (solution verification, validation
-sampling, the Ray attempts callback), resuming a sweep or suite, and the HTML report of a run or a sweep.
+sampling, the Ray attempts callback), resuming a sweep or suite (and tagging the runs it superseded),
+and the HTML report of a run or a sweep (with its Slurm jobs table).
 
 May import families, generic, tools, core, tracking, metrics and launch.
 """

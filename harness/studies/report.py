@@ -1,10 +1,11 @@
 """A self-contained HTML report of a run or a sweep (the command: :mod:`harness.cli.report`).
 
 Reads only the run directory records (metrics.json, manifest.json, outcome.json, the
-figures; for a sweep study_state.json and study/): verdicts, metric tables with their
-gate bands, figures embedded as data URIs (the file opens anywhere, offline), the
-timings and the manifest's SHA-256 hashes. Writes ``report.html`` in the directory
-(or ``-o FILE``) atomically and prints its path.
+figures; for a sweep study_state.json, study/ and, when it ran on Slurm, each job's slurm.json):
+verdicts, metric tables with their gate bands, figures embedded as data URIs (the file opens
+anywhere, offline), the timings, the Slurm jobs (id, state, node, queue wait, run time) and the
+manifest's SHA-256 hashes. Writes ``report.html`` in the directory (or ``-o FILE``) atomically
+and prints its path.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional
 
 from harness.core.atomic import atomic_write_text
+from harness.studies import slurm_jobs
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
@@ -201,7 +203,7 @@ def sweep_section(sweep_dir: Path) -> str:
                      f"<tr><th>study metric</th><th>value</th></tr>{metrics}</table></div></details>")
     parts += [_figures((sweep_dir / "study").glob("*.png")), "<h2>jobs</h2>",
               f'<div class="scroll"><table class="jobs"><tr><th>job</th><th>case</th><th>status</th><th>verdict</th>{head}'
-              f"<th>MLflow run</th></tr>{''.join(rows)}</table></div>"]
+              f"<th>MLflow run</th></tr>{''.join(rows)}</table></div>", slurm_jobs.sweep_section(sweep_dir)]
     for job_dir in sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)):
         parts.append(f"<details><summary>job {_e(job_dir.name)}</summary>{run_section(job_dir, 3)}</details>")
     return "\n".join(parts)

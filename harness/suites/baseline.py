@@ -60,9 +60,12 @@ def _is_run_id(ref: str) -> bool:
 
 
 def _children(client, run) -> List[Any]:
-    return client.search_runs([run.info.experiment_id],
-                              filter_string=f"tags.mlflow.parentRunId = {quote(run.info.run_id)}",
-                              max_results=10000)
+    """The child runs of ``run``, without those a resume superseded (harness.studies.superseded)."""
+    from harness.studies.superseded import current
+
+    return current(client.search_runs([run.info.experiment_id],
+                                      filter_string=f"tags.mlflow.parentRunId = {quote(run.info.run_id)}",
+                                      max_results=10000))
 
 
 def latest_suite_run(client):

@@ -56,6 +56,14 @@ def test_resume_on_slurm_after_sigterm_by_parent_run_id(tmp_path, sl, empty_queu
     assert parent.info.status == "FINISHED" and parent.data.tags["n_jobs"] == "4"
     outcome_ids = {json.loads((sweep / str(j) / "outcome.json").read_text())["mlflow_run_id"] for j in range(4)}
     assert outcome_ids <= {k.info.run_id for k in kids if k.info.status == "FINISHED"}
+    # any run a cancelled attempt of job 2 or 3 left is kept and names the run that replaced it (here
+    # they were cancelled in their setup line, before Python: no such run, and no other stray run)
+    new_of = {str(sweep / str(j)): json.loads((sweep / str(j) / "outcome.json").read_text())["mlflow_run_id"]
+              for j in range(4)}
+    for k in kids:
+        if k.info.run_id not in outcome_ids:
+            assert k.data.tags["harness.superseded_by"] == new_of[k.data.tags["run_dir"]], k.data.tags
+            assert k.data.tags["run_dir"] in (str(sweep / "2"), str(sweep / "3")) and k.info.status != "RUNNING"
     recs = [json.loads((sweep / str(j) / "slurm.json").read_text()) for j in (2, 3)]
     assert all(r["state"] == "COMPLETED" for r in recs)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
+import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -44,6 +45,17 @@ def test_a_four_level_study_on_slurm_equals_the_local_run(tmp_path, sl, empty_qu
     for r in recs:
         assert r["state"] == "COMPLETED" and r["node"] == "localhost"
         assert r["queue_wait_s"] >= 0 and r["run_s"] >= 0
+    # the sweep's HTML report shows them: one row per job with its Slurm id, state, node, wait and run time
+    rep = subprocess.run([sl.PY, "-m", "harness.report", str(s_sweep)], cwd=sl.ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert rep.returncode == 0 and rep.stdout.strip() == str(s_sweep / "report.html"), rep.stderr[-2000:]
+    html = (s_sweep / "report.html").read_text()
+    assert "<h2>Slurm jobs</h2>" in html
+    for j, r in enumerate(recs):
+        assert (f'<tr><td>{j}</td><td><code>{r["job_id"]}</code></td><td>COMPLETED</td><td>localhost</td>'
+                f'<td>{r["queue_wait_s"]:.1f}</td><td>{r["run_s"]:.1f}</td><td></td></tr>') in html, j
+    assert (f'4 jobs; queue wait {sum(r["queue_wait_s"] for r in recs):.1f} s, run time '
+            f'{sum(r["run_s"] for r in recs):.1f} s in all') in html
     # every record reached the store: the parent FINISHED with its four children, tagged with Slurm's data
     state = json.loads((s_sweep / "study_state.json").read_text())
     client = MlflowClient(state["tracking_uri"])
