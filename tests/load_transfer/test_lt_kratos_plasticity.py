@@ -74,7 +74,7 @@ README_COMMAND = "python -m harness +case=load_transfer/kratos_plasticity"
 def test_plasticity_case_below_yield_residual_dissipation_and_energy_balance(tmp_path, harness_env):
     """The README's command as written (reduced size: 4 x 8 grid, 120 us, levels 240 / 480 steps).
     Measured: below yield identical (0); residual 0.39 of the elastic peak response, constant in the
-    free phase (spread 0.035); D = 0.60 max W, never decreasing; energy balance 1.2e-2 -> 7.4e-3 (order 0.69)."""
+    free phase (spread 0.035); D = 0.60 max W, never decreasing; energy balance 6.9e-3 -> 4.9e-3 (order 0.50)."""
     pytest.importorskip("KratosMultiphysics.MPMApplication", reason="Kratos extra not installed")
     readme = (Path(__file__).resolve().parents[2] / "models/load_transfer/kratos/README.md").read_text()
     assert f"\n  {README_COMMAND}\n" in readme  # in the kratos_plasticity item
@@ -93,7 +93,9 @@ def test_plasticity_case_below_yield_residual_dissipation_and_energy_balance(tmp
     # the residual of the plastic strain is what the top oscillates about after unloading
     assert m["free_mean_response"] == pytest.approx(m["residual_displacement"], rel=0.1)
     assert abs(m["free_mean_response_elastic"]) < 0.1 * abs(m["free_mean_response"])
-    assert m["energy_balance"] < m["energy_balance_coarse"] and m["energy_balance_order"] > 0.5
+    # issue 33: with Newmark's work (energy.newmark_work) the balance is 6.9e-3 -> 4.9e-3, order 0.50 (the
+    # step-end work had added a first-order error: 1.2e-2 -> 7.4e-3, order 0.69); the case gates >= 0.4
+    assert m["energy_balance"] < m["energy_balance_coarse"] and m["energy_balance_order"] >= 0.4
     assert 0.3 < m["dissipation_ratio"] < 0.9 and m["dissipation_drop"] < 1e-3
     # Kratos' own plastic strain (region-1 formula sigma_y sum V eps_p_eq) accounts for most of D
     assert 0.7 < m["dissipation_law_ratio"] < 1.0
