@@ -91,7 +91,7 @@ class EnergyTracker:
     """Accumulates the terms above step by step; ``records()`` returns them as arrays (Nsteps,)."""
 
     KEYS = ("kinetic", "elastic", "stress_work", "dissipation", "u_residual", "tresca_max", "von_mises_max",
-            "plastic_work_law", "eps_p_eq_max")
+            "plastic_work_law", "eps_p_eq_max", "plastic_volume_fraction")
 
     def __init__(self, n_points: int, E: float, nu: float, top_area: float):
         self.E, self.nu, self.top_area = float(E), float(nu), float(top_area)
@@ -125,6 +125,7 @@ class EnergyTracker:
             eps_p_eq = np.zeros_like(volume)
         r["plastic_work_law"].append(float(yield_stress) * float(np.sum(volume * eps_p_eq)))
         r["eps_p_eq_max"].append(float(np.max(eps_p_eq)))
+        r["plastic_volume_fraction"].append(float(np.sum(volume[eps_p_eq > 0.0])) / float(np.sum(volume)))
 
     def records(self) -> Dict[str, np.ndarray]:
         return {k: np.asarray(v, dtype=np.float64) for k, v in self._rec.items()}

@@ -97,6 +97,7 @@ def _level(r, areas: np.ndarray, t_source_end: float) -> Dict[str, float]:
         "free_mean_response": float(np.mean(resp[free])) if np.any(free) else float("nan"),
         "external_work": float(W[-1]),
         "plastic_strain_max": float(R["eps_p_eq_max"][-1]),
+        "plastic_volume_fraction": float(R["plastic_volume_fraction"][-1]),  # the plastic zone / body volume
         "nonconverged_steps": float(np.sum(R["converged"] == 0)),
         "e_F": float(R["e_F"][-1]), "e_J": float(R["e_J"][-1]),
     }
@@ -143,7 +144,7 @@ def run_plasticity(body: ElasticBody, loads: MeridianLoads, spec: PlasticitySpec
         "residual_ratio": -fine["residual_displacement"] / peak_resp,  # > 0: the top stays down
         **{k: fine[k] for k in ("residual_displacement", "residual_free_spread", "free_mean_response",
                                 "dissipation_ratio", "dissipation_law_ratio", "energy_balance", "external_work",
-                                "plastic_strain_max")},
+                                "plastic_strain_max", "plastic_volume_fraction")},
         "free_mean_response_elastic": el_level["free_mean_response"],
         "energy_balance_coarse": lv[0]["energy_balance"],
         "energy_balance_order": float(math.log2(lv[-2]["energy_balance"] / lv[-1]["energy_balance"])),
