@@ -45,6 +45,16 @@ def test_energy_tracker_elastic_loading_path_has_no_dissipation():
     assert abs(r["dissipation"][-1]) <= 1e-12 * r["stress_work"][-1]
     assert abs(r["u_residual"][-1]) <= 1e-20
     assert tresca_stress(np.array([[1.0, -2.0, 0.5, 0.0]]))[0] == pytest.approx(3.0)
+    assert np.all(r["plastic_volume_fraction"] == 0.0)  # no plastic strain given: no plastic zone
+
+
+def test_energy_tracker_plastic_volume_fraction_is_the_yielded_volume_share():
+    """Three points of volume 1, 2, 5 m^3; the law's plastic strain > 0 at the second only: 2 / 8."""
+    tr = EnergyTracker(3, 2e9, 0.3, top_area=1.0)
+    z = np.zeros((3, 4))
+    tr.update(np.ones(3), np.zeros((3, 2)), np.array([1.0, 2.0, 5.0]), z, z, np.array([0.0, 1e-6, 0.0]), 1e5)
+    tr.update(np.ones(3), np.zeros((3, 2)), np.array([1.0, 2.0, 5.0]), z, z, np.array([3e-6, 1e-6, 0.0]), 1e5)
+    assert tr.records()["plastic_volume_fraction"].tolist() == [0.25, 0.375]
 
 
 @pytest.mark.parametrize("kw, field", [({"n_steps": (240,)}, "n_steps"), ({"n_steps": (240, 400)}, "n_steps"),
@@ -99,6 +109,7 @@ def test_plasticity_case_below_yield_residual_dissipation_and_energy_balance(tmp
     assert 0.3 < m["dissipation_ratio"] < 0.9 and m["dissipation_drop"] < 1e-3
     # Kratos' own plastic strain (region-1 formula sigma_y sum V eps_p_eq) accounts for most of D
     assert 0.7 < m["dissipation_law_ratio"] < 1.0
+    assert 0.0 < m["plastic_volume_fraction"] <= 1.0  # the plastic zone's share of the body volume
     assert 1e-5 < m["elastic_vs_linear_rel_diff"] < 1e-3  # Hencky finite strain vs linear elastic
     assert man["info"]["law"] == "HenckyMCPlasticAxisym2DLaw" and man["info"]["friction_angle"] == 0.01
     assert (runs[-1].parent / "plasticity.png").is_file()
