@@ -109,7 +109,9 @@ def test_plasticity_case_below_yield_residual_dissipation_and_energy_balance(tmp
     assert 0.3 < m["dissipation_ratio"] < 0.9 and m["dissipation_drop"] < 1e-3
     # Kratos' own plastic strain (region-1 formula sigma_y sum V eps_p_eq) accounts for most of D
     assert 0.7 < m["dissipation_law_ratio"] < 1.0
-    assert 0.0 < m["plastic_volume_fraction"] <= 1.0  # the plastic zone's share of the body volume
+    # the plastic zone's share of the body volume (measured 0.81: the slow pulse yields most of the body while
+    # it loads; issue 33: on the CFD blast the zone at the same factor is 0.24 of the 4 x 8 body, 0.022 of 16 x 32)
+    assert 0.6 < m["plastic_volume_fraction"] < 0.95
     assert 1e-5 < m["elastic_vs_linear_rel_diff"] < 1e-3  # Hencky finite strain vs linear elastic
     assert man["info"]["law"] == "HenckyMCPlasticAxisym2DLaw" and man["info"]["friction_angle"] == 0.01
     assert (runs[-1].parent / "plasticity.png").is_file()
