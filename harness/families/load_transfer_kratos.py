@@ -77,6 +77,9 @@ class KratosParams:
     # stage): level 0 reads it instead of exporting (finer levels export ``source`` onto their faces);
     # static runs apply its peak knot (largest |source force|) as the constant load
     loads_file: Optional[str] = None
+    # dynamic: empty background-grid rows above the body, so that top-face load points that move up stay
+    # inside the grid (a point that leaves it is erased by Kratos); 0: the grid matches the body
+    grid_margin_rows: int = 0
 
 
 def _params(cfg: DictConfig) -> KratosParams:
@@ -101,6 +104,7 @@ def _params(cfg: DictConfig) -> KratosParams:
          "must be an existing kratos-point-loads file"),
         ("body.nr", p.body.nr >= 1, "must be >= 1"),
         ("body.nz", p.body.nz >= 1, "must be >= 1"),
+        ("grid_margin_rows", p.grid_margin_rows >= 0, "must be >= 0"),
     ]
     check_rules(p, rules)
     if p.solver == "dynamic" and p.source.kind == "synthetic" and p.t_run > p.source.t_end:
@@ -124,7 +128,8 @@ def _spec(p: KratosParams, n_steps: int):
 
     if p.solver == "static":
         return MPMSpec(solver="static", dt=1.0, n_steps=1, t0=0.0)
-    return MPMSpec(solver="dynamic", dt=p.t_run / n_steps, n_steps=n_steps, t0=0.0)
+    return MPMSpec(solver="dynamic", dt=p.t_run / n_steps, n_steps=n_steps, t0=0.0,
+                   grid_margin_rows=p.grid_margin_rows)
 
 
 def _one_level(cfg, ctx: RunContext, p: KratosParams, body, n_steps: int, tag: str) -> Dict[str, Any]:

@@ -184,6 +184,7 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
         except HarnessInputError as exc:
             raise HarnessInputError(f"stage {st.name} ({st.case}): {exc}") from exc
     first = cfgs[STAGES[0].name]
+    from harness.families.load_transfer_workflow_cfd import elastic_study_overrides
     from harness.families.load_transfer_workflow_cfd import stages as cfd_stages
 
     run_stages = cfd_stages(wall_source, STAGES, Stage, str(first.tracking.uri) if tracking and first.tracking.enabled else None)
@@ -237,6 +238,7 @@ def run_workflow(*, sets: Sequence[str] = (), tracking: bool = True, outputs: Op
             ovs = [o.format(path=path) for o in h.overrides]
             if h.target == "kratos_elastic" and h.suffix == WALL:
                 ovs += t_run_cut(path, cfgs["kratos_elastic"])
+                ovs += elastic_study_overrides(path, cfgs["kratos_elastic"])  # levels resolving the rise
             extra[h.target].extend(ovs)
             handovers.append({"file": str(path), "sha256": _sha256(path), "from": st.name, "to": h.target,
                               "produced_sha256": _manifest_sha(res.run_dir, str(path), "outputs"),

@@ -14,6 +14,8 @@ synthetic wall-loads stage by the seed's CFD stages:
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 from typing import List, Optional
 
 log = logging.getLogger(__name__)
@@ -51,3 +53,29 @@ def stages(wall_source: str, base: List, stage_cls, uri: Optional[str]) -> List:
     out.append(stage_cls("wall_loads", case, "CFD rigid-wall run with restart -> extraction -> validated wall-loads file"))
     out.extend(s for s in base if s.name != "wall_loads")
     return out
+
+
+def elastic_study_overrides(wall_loads: Path, kratos_cfg) -> List[str]:
+    """Overrides of the elastic Kratos stage so that its convergence study resolves the wall force's
+    rise (:func:`models.load_transfer.load_rise.study_levels`): more levels when the pair of levels its
+    order is measured on takes fewer than 8 steps per rise time, and one empty grid row above the body
+    (the top load points that move up stay in the finer grids). Nothing for a slow source (synthetic)."""
+    from models.load_transfer.contracts.wall_loads import read_wall_loads
+    from models.load_transfer.load_rise import rise_time, study_levels
+
+    p = kratos_cfg.case.params
+    levels = int(p.get("levels", 1))
+    if str(p.get("solver", "dynamic")) != "dynamic" or levels < 2:
+        return []
+    wl = read_wall_loads(wall_loads)
+    t_run = min(float(p.t_run), float(wl.time[-1]))
+    scale = int(p.get("full_scale", 2)) if os.environ.get("HARNESS_FULL") == "1" else 1
+    dt0 = t_run / (int(p.n_steps) * scale)
+    keep = wl.time <= t_run * (1.0 + 1e-9)
+    rise = rise_time(wl.time[keep], wl.force[keep])
+    n = study_levels(rise, dt0, levels)
+    if n == levels:
+        return []
+    log.info("elastic stage: wall force rise %.3g s = %.1f level-0 steps: %d levels instead of %d", rise,
+             rise / dt0, n, levels)
+    return [f"case.params.levels={n}", "++case.params.grid_margin_rows=1"]

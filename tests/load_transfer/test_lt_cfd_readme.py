@@ -27,7 +27,9 @@ def _commands():
 def test_cfd_readme_commands_run_as_written(tmp_path, harness_env):
     cmds = _commands()
     assert cmds == ["python -m harness +case=load_transfer/cfd_rigid_wall_amr tracking=none",
-                    "python -m harness.families.load_transfer_workflow --no-tracking --wall-source cfd"]
+                    "python -m harness.families.load_transfer_workflow --no-tracking --wall-source cfd",
+                    # the third is run by tests/load_transfer/test_lt_study_levels.py
+                    "python -m harness.families.load_transfer_workflow --no-tracking --wall-source cfd-amr"]
     main_readme = (ROOT / "README.md").read_text()
     assert f"`{cmds[1]}`" in main_readme  # the top-level README shows the same command
     env = dict(os.environ, HARNESS_OUTPUTS=str(tmp_path / "outputs"),

@@ -45,6 +45,16 @@ def test_energy_tracker_elastic_loading_path_has_no_dissipation():
     assert abs(r["dissipation"][-1]) <= 1e-12 * r["stress_work"][-1]
     assert abs(r["u_residual"][-1]) <= 1e-20
     assert tresca_stress(np.array([[1.0, -2.0, 0.5, 0.0]]))[0] == pytest.approx(3.0)
+    assert np.all(r["plastic_volume_fraction"] == 0.0)  # no plastic strain given: no plastic zone
+
+
+def test_energy_tracker_plastic_volume_fraction_is_the_yielded_volume_share():
+    """Three points of volume 1, 2, 5 m^3; the law's plastic strain > 0 at the second only: 2 / 8."""
+    tr = EnergyTracker(3, 2e9, 0.3, top_area=1.0)
+    z = np.zeros((3, 4))
+    tr.update(np.ones(3), np.zeros((3, 2)), np.array([1.0, 2.0, 5.0]), z, z, np.array([0.0, 1e-6, 0.0]), 1e5)
+    tr.update(np.ones(3), np.zeros((3, 2)), np.array([1.0, 2.0, 5.0]), z, z, np.array([3e-6, 1e-6, 0.0]), 1e5)
+    assert tr.records()["plastic_volume_fraction"].tolist() == [0.25, 0.375]
 
 
 @pytest.mark.parametrize("kw, field", [({"n_steps": (240,)}, "n_steps"), ({"n_steps": (240, 400)}, "n_steps"),
@@ -74,7 +84,7 @@ README_COMMAND = "python -m harness +case=load_transfer/kratos_plasticity"
 def test_plasticity_case_below_yield_residual_dissipation_and_energy_balance(tmp_path, harness_env):
     """The README's command as written (reduced size: 4 x 8 grid, 120 us, levels 240 / 480 steps).
     Measured: below yield identical (0); residual 0.39 of the elastic peak response, constant in the
-    free phase (spread 0.035); D = 0.60 max W, never decreasing; energy balance 1.2e-2 -> 7.4e-3 (order 0.69)."""
+    free phase (spread 0.035); D = 0.60 max W, never decreasing; energy balance 6.9e-3 -> 4.9e-3 (order 0.50)."""
     pytest.importorskip("KratosMultiphysics.MPMApplication", reason="Kratos extra not installed")
     readme = (Path(__file__).resolve().parents[2] / "models/load_transfer/kratos/README.md").read_text()
     assert f"\n  {README_COMMAND}\n" in readme  # in the kratos_plasticity item
@@ -93,10 +103,15 @@ def test_plasticity_case_below_yield_residual_dissipation_and_energy_balance(tmp
     # the residual of the plastic strain is what the top oscillates about after unloading
     assert m["free_mean_response"] == pytest.approx(m["residual_displacement"], rel=0.1)
     assert abs(m["free_mean_response_elastic"]) < 0.1 * abs(m["free_mean_response"])
-    assert m["energy_balance"] < m["energy_balance_coarse"] and m["energy_balance_order"] > 0.5
+    # issue 33: with Newmark's work (energy.newmark_work) the balance is 6.9e-3 -> 4.9e-3, order 0.50 (the
+    # step-end work had added a first-order error: 1.2e-2 -> 7.4e-3, order 0.69); the case gates >= 0.4
+    assert m["energy_balance"] < m["energy_balance_coarse"] and m["energy_balance_order"] >= 0.4
     assert 0.3 < m["dissipation_ratio"] < 0.9 and m["dissipation_drop"] < 1e-3
     # Kratos' own plastic strain (region-1 formula sigma_y sum V eps_p_eq) accounts for most of D
     assert 0.7 < m["dissipation_law_ratio"] < 1.0
+    # the plastic zone's share of the body volume (measured 0.81: the slow pulse yields most of the body while
+    # it loads; issue 33: on the CFD blast the zone at the same factor is 0.24 of the 4 x 8 body, 0.022 of 16 x 32)
+    assert 0.6 < m["plastic_volume_fraction"] < 0.95
     assert 1e-5 < m["elastic_vs_linear_rel_diff"] < 1e-3  # Hencky finite strain vs linear elastic
     assert man["info"]["law"] == "HenckyMCPlasticAxisym2DLaw" and man["info"]["friction_angle"] == 0.01
     assert (runs[-1].parent / "plasticity.png").is_file()

@@ -15,13 +15,24 @@ gradient; explicit runs: the increment of MP_ALMANSI_STRAIN_VECTOR, the element'
   a frictionless base at rest and unloaded it is exactly that mean, by virtual work with a uniform
   axial stress field).
 
-The external work W comes from the load process; the balance is W - K - E - D = W - K - S.
+The external work W comes from the load process (``work_newmark``, :func:`newmark_work`); the balance
+is W - K - E - D = W - K - S.
 """
 from __future__ import annotations
 
 from typing import Dict, List
 
 import numpy as np
+
+
+def newmark_work(f_prev: np.ndarray, f_new: np.ndarray, du: np.ndarray) -> float:
+    """External work [J] of one step of Newmark's average-acceleration rule (beta 1/4, gamma 1/2) with
+    the loads given at the step ends: 1/2 (f_n + f_{n+1}) . (u_{n+1} - u_n), forces in N, displacements
+    in m (any matching shapes). For a linear system this makes K + E - W exactly constant (the discrete
+    identity of the scheme); f_{n+1} . du alone errs by 1/2 (f_{n+1} - f_n) . du per step, first order
+    in dt (measured on the FE Newmark model under the CFD wall load: 9.0e-3 / 4.4e-3 / 2.2e-3 of max W
+    at 240 / 480 / 960 steps, against 6e-14 with this rule)."""
+    return float(np.sum(0.5 * (np.asarray(f_prev) + np.asarray(f_new)) * np.asarray(du)))
 
 
 def compliance_energy(stress: np.ndarray, E: float, nu: float) -> np.ndarray:
@@ -80,7 +91,7 @@ class EnergyTracker:
     """Accumulates the terms above step by step; ``records()`` returns them as arrays (Nsteps,)."""
 
     KEYS = ("kinetic", "elastic", "stress_work", "dissipation", "u_residual", "tresca_max", "von_mises_max",
-            "plastic_work_law", "eps_p_eq_max")
+            "plastic_work_law", "eps_p_eq_max", "plastic_volume_fraction")
 
     def __init__(self, n_points: int, E: float, nu: float, top_area: float):
         self.E, self.nu, self.top_area = float(E), float(nu), float(top_area)
@@ -114,6 +125,7 @@ class EnergyTracker:
             eps_p_eq = np.zeros_like(volume)
         r["plastic_work_law"].append(float(yield_stress) * float(np.sum(volume * eps_p_eq)))
         r["eps_p_eq_max"].append(float(np.max(eps_p_eq)))
+        r["plastic_volume_fraction"].append(float(np.sum(volume[eps_p_eq > 0.0])) / float(np.sum(volume)))
 
     def records(self) -> Dict[str, np.ndarray]:
         return {k: np.asarray(v, dtype=np.float64) for k, v in self._rec.items()}

@@ -79,9 +79,10 @@ def top_response(records: Dict[str, np.ndarray], areas: np.ndarray) -> np.ndarra
 
 def _level(r, areas: np.ndarray, t_source_end: float) -> Dict[str, float]:
     R = r.records
-    w_max = float(np.max(R["work"]))
+    W = R["work_newmark"]  # the work of Newmark's discrete energy identity (energy.newmark_work)
+    w_max = float(np.max(W))
     D = R["dissipation"]
-    bal = R["work"] - R["kinetic"] - R["elastic"] - D
+    bal = W - R["kinetic"] - R["elastic"] - D
     free = R["time"] > t_source_end
     u_res = R["u_residual"]
     resp = top_response(R, areas)
@@ -94,8 +95,9 @@ def _level(r, areas: np.ndarray, t_source_end: float) -> Dict[str, float]:
         "residual_free_spread": float((np.max(u_res[free]) - np.min(u_res[free])) / abs(u_res[-1]))
         if np.any(free) and u_res[-1] != 0.0 else float("nan"),
         "free_mean_response": float(np.mean(resp[free])) if np.any(free) else float("nan"),
-        "external_work": float(R["work"][-1]),
+        "external_work": float(W[-1]),
         "plastic_strain_max": float(R["eps_p_eq_max"][-1]),
+        "plastic_volume_fraction": float(R["plastic_volume_fraction"][-1]),  # the plastic zone / body volume
         "nonconverged_steps": float(np.sum(R["converged"] == 0)),
         "e_F": float(R["e_F"][-1]), "e_J": float(R["e_J"][-1]),
     }
@@ -142,7 +144,7 @@ def run_plasticity(body: ElasticBody, loads: MeridianLoads, spec: PlasticitySpec
         "residual_ratio": -fine["residual_displacement"] / peak_resp,  # > 0: the top stays down
         **{k: fine[k] for k in ("residual_displacement", "residual_free_spread", "free_mean_response",
                                 "dissipation_ratio", "dissipation_law_ratio", "energy_balance", "external_work",
-                                "plastic_strain_max")},
+                                "plastic_strain_max", "plastic_volume_fraction")},
         "free_mean_response_elastic": el_level["free_mean_response"],
         "energy_balance_coarse": lv[0]["energy_balance"],
         "energy_balance_order": float(math.log2(lv[-2]["energy_balance"] / lv[-1]["energy_balance"])),
@@ -152,7 +154,7 @@ def run_plasticity(body: ElasticBody, loads: MeridianLoads, spec: PlasticitySpec
         "e_F": max(x["e_F"] for x in lv), "e_J": max(x["e_J"] for x in lv),
     }
     R = levels[-1].records
-    series = {"time": R["time"], "work": R["work"], "kinetic": R["kinetic"], "elastic": R["elastic"],
+    series = {"time": R["time"], "work": R["work_newmark"], "kinetic": R["kinetic"], "elastic": R["elastic"],
               "dissipation": R["dissipation"], "u_residual": R["u_residual"], "response": top_response(R, areas),
               "response_elastic_coarse": resp_el, "time_elastic_coarse": el.records["time"]}
     info = {"law": "HenckyMCPlasticAxisym2DLaw" if body.formulation == "axisymmetric" else "HenckyMCPlasticPlaneStrain2DLaw",

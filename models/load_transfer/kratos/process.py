@@ -5,7 +5,10 @@ Each step [TIME - DELTA_TIME, TIME] (the actual step times of the solver) every
 the exact mean of its piecewise-linear point-force history over the step. Per step it records the
 source force F_B (the file's ring force, same exact mean), the applied force F_M = -sum f . n read
 back from the conditions, the source and applied impulses (sums of force x actual step length),
-and the external work of the applied forces; it aborts the run (:class:`MappingAbort`) as soon as
+and the external work of the applied forces, twice: ``work`` = sum f_{n+1} . du (the step force times
+the step's displacement) and ``work_newmark`` = sum 1/2 (f_n + f_{n+1}) . du (:func:`~.energy.newmark_work`),
+the work of Newmark's exact discrete energy identity for loads given at the step ends (the energy
+balance uses it: the first form errs at first order in dt when the load changes); it aborts the run (:class:`MappingAbort`) as soon as
 the mapping-only error (e_F or e_J of F_M against F_B so far) exceeds ``fail_above``.
 
 Import this module only after :func:`models.load_transfer.kratos.runtime.import_kratos`.
@@ -20,6 +23,7 @@ import KratosMultiphysics.MPMApplication as MPM
 import numpy as np
 
 from .builder import LOAD_PART
+from .energy import newmark_work
 from .loads import MappingAbort, MeridianLoads, match_conditions  # noqa: F401 (MappingAbort re-exported)
 
 log = logging.getLogger(__name__)
@@ -45,8 +49,9 @@ class PointLoadProcess(K.Process):
         self.J_scale = float(J_scale)
         self.match_tol = float(match_tol)
         self.records: Dict[str, List] = {k: [] for k in ("time", "dt", "F_B", "F_M", "J_B", "J_M", "e_F", "e_J",
-                                                        "work", "u_points")}
-        self._J_B = self._J_M = self._W = 0.0
+                                                        "work", "work_newmark", "u_points")}
+        self._J_B = self._J_M = self._W = self._W_newmark = 0.0
+        self._f_prev = None  # the forces of the previous step (file order)
         self._max_FB = self._max_dF = 0.0
 
     # -- set up --------------------------------------------------------------------------
@@ -109,7 +114,11 @@ class PointLoadProcess(K.Process):
         u = x - self.x0[self.order]
         prev = self.records["u_points"][-1] if self.records["u_points"] else np.zeros_like(u)
         self._W += float(np.einsum("ij,ij->", self._f, u - prev))
+        f_prev = np.zeros_like(self._f) if self._f_prev is None else self._f_prev
+        self._W_newmark += newmark_work(f_prev, self._f, u - prev)
+        self._f_prev = self._f
         self.records["work"].append(self._W)
+        self.records["work_newmark"].append(self._W_newmark)
         self.records["u_points"].append(u)
 
     def arrays(self) -> Dict[str, np.ndarray]:
