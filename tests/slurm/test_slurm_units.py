@@ -71,16 +71,24 @@ def test_sacct_that_fails_raises_accounting_error(tmp_path, monkeypatch):
 def test_a_launcher_time_setting_that_is_not_positive_is_one_line_and_exit_2(tmp_path):
     """hydra.launcher.poll_s / unrunnable_after_s / accounting_timeout_s <= 0 (or not a number): exit 2,
     one line naming the key and the rule, before any job is submitted (no cluster needed)."""
+    import math
+
+    import pytest
+
+    from harness.launch.slurm_launcher import _positive_seconds
     from tests.conftest import command_env
 
-    db = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    for key, value in (("poll_s", "-1"), ("accounting_timeout_s", "0"), ("unrunnable_after_s", "nan")):
-        res = subprocess.run([sys.executable, "-m", "harness", "-m", "hydra/launcher=slurm",
-                              f"hydra.launcher.{key}={value}", "+case=integrators/vdpol_radau",
-                              f"tracking.uri={db}"], cwd=tmp_path, env=command_env(), capture_output=True,
-                             text=True, timeout=180)
-        assert res.returncode == 2, res.stderr[-2000:]
-        lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-        assert lines[-1].startswith(f"harness: error: hydra.launcher.{key}: must be a positive number of seconds"), lines
-        assert "Traceback" not in res.stderr and "Error in call to target" not in res.stderr
-        assert not list(tmp_path.glob("outputs/sweeps/**/.submitit"))  # nothing was submitted
+    for key, value in (("accounting_timeout_s", 0), ("unrunnable_after_s", math.nan), ("poll_s", "soon"),
+                       ("poll_s", -math.inf)):
+        with pytest.raises(ValueError, match=rf"^hydra\.launcher\.{key}: must be a positive number of seconds"):
+            _positive_seconds(key, value)
+    assert _positive_seconds("poll_s", "0.5") == 0.5
+    db = f"sqlite:///{tmp_path / 'mlflow.db'}"  # the whole path once: Hydra instantiates the launcher
+    res = subprocess.run([sys.executable, "-m", "harness", "-m", "hydra/launcher=slurm", "hydra.launcher.poll_s=-1",
+                          "+case=integrators/vdpol_radau", f"tracking.uri={db}"], cwd=tmp_path, env=command_env(),
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 2, res.stderr[-2000:]
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert lines[-1] == "harness: error: hydra.launcher.poll_s: must be a positive number of seconds, got -1.0", lines
+    assert "Traceback" not in res.stderr
+    assert not list(tmp_path.glob("outputs/sweeps/**/.submitit"))  # nothing was submitted
