@@ -1,9 +1,9 @@
 """Where the files shipped with the harness live: the checkout, or inside the installed package.
 
 In a checkout (or an editable install) ``conf/`` and ``examples/`` sit at the top of the
-repository. The wheel carries them as ``harness/_shipped/conf`` and ``harness/_shipped/examples``
-(copied there by setup.py at build time); ``models/`` and ``schemas/`` are packages next to
-``harness/`` in both layouts.
+repository; ``harness/_shipped/conf`` and ``harness/_shipped/examples`` are symlinks to them, so
+the sdist and the wheel carry them as package data of ``harness`` (pyproject.toml). ``models/`` and
+``schemas/`` are packages next to ``harness/`` in both layouts.
 """
 from __future__ import annotations
 
