@@ -78,12 +78,12 @@ def bar(total: Optional[int], label: str) -> Bar:
 
 
 def _sweep_counts(sweep_dir: Path):
-    state_file = sweep_dir / "study_state.json"
-    if not state_file.is_file():  # a suite (harness.suites) keeps its own state file
-        state_file = sweep_dir / "suite_state.json"
+    from harness.core.sweep_state import state_file as sweep_state_file
+
+    state_file = sweep_state_file(sweep_dir)  # a study's or a suite's
     total = None
     started = None
-    if state_file.is_file():
+    if state_file is not None:
         try:
             total = json.loads(state_file.read_text()).get("n_jobs")
         except (OSError, ValueError):

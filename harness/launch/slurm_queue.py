@@ -99,18 +99,24 @@ def controller_times(job_id: str) -> Dict[str, Optional[float]]:
     return {"submit": _time(fields.get("SubmitTime")), "start": _time(fields.get("StartTime"))}
 
 
-def pending_reasons(job_ids: Iterable[str]) -> Dict[str, str]:
-    """``{job id: reason}`` of the pending jobs among ``job_ids`` (squeue, up to date)."""
+def _squeue(job_ids: Iterable[str], field: str, *extra: str) -> Dict[str, str]:
+    """``{job id: value of squeue's %-field}`` for the array tasks of ``job_ids`` still in the queue
+    (slurmctld answers this without accounting). ``extra``: more squeue options, e.g. a state filter."""
     ids = sorted({j.split("_")[0] for j in job_ids})
     if not ids:
         return {}
-    res = subprocess.run(["squeue", "-h", "-r", "-t", "PENDING", "-j", ",".join(ids), "-o", "%i|%r"],
+    res = subprocess.run(["squeue", "-h", "-r", *extra, "-j", ",".join(ids), "-o", f"%i|{field}"],
                          capture_output=True, text=True, timeout=60)
     out = {}
     for line in res.stdout.splitlines():
-        jid, _, reason = line.partition("|")
-        out[jid.strip()] = reason.strip()
+        jid, _, value = line.partition("|")
+        out[jid.strip()] = value.strip()
     return out
+
+
+def pending_reasons(job_ids: Iterable[str]) -> Dict[str, str]:
+    """``{job id: reason}`` of the pending jobs among ``job_ids`` (squeue, up to date)."""
+    return _squeue(job_ids, "%r", "-t", "PENDING")
 
 
 def unrunnable(reason: str) -> bool:
@@ -130,27 +136,11 @@ def cancel(job_ids: Iterable[str]) -> None:
 
 def in_queue(job_ids: Iterable[str]) -> List[str]:
     """The jobs among ``job_ids`` still in the queue (pending, running, completing)."""
-    ids = sorted({j.split("_")[0] for j in job_ids})
-    if not ids:
-        return []
-    res = subprocess.run(["squeue", "-h", "-r", "-j", ",".join(ids), "-o", "%i"], capture_output=True,
-                         text=True, timeout=60)
-    wanted = set(job_ids)
-    return [j.strip() for j in res.stdout.splitlines() if j.strip() in wanted]
+    return list(queue_states(job_ids))
 
 
 def queue_states(job_ids: Iterable[str]) -> Dict[str, str]:
     """``{job id: state}`` of the jobs among ``job_ids`` still in the queue, from slurmctld
     (``squeue``: it answers when accounting does not)."""
-    ids = sorted({j.split("_")[0] for j in job_ids})
-    if not ids:
-        return {}
-    res = subprocess.run(["squeue", "-h", "-r", "-j", ",".join(ids), "-o", "%i|%T"], capture_output=True,
-                         text=True, timeout=60)
     wanted = set(job_ids)
-    out = {}
-    for line in res.stdout.splitlines():
-        jid, _, state = line.strip().partition("|")
-        if jid in wanted:
-            out[jid] = state
-    return out
+    return {jid: state for jid, state in _squeue(wanted, "%T").items() if jid in wanted}

@@ -15,22 +15,15 @@ import logging
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional
 
+from harness.core.sweep_state import read_state
+
 log = logging.getLogger(__name__)
 TAG = "harness.superseded_by"
-STATE_FILES = ("study_state.json", "suite_state.json")
 
 
 def current(runs: Iterable[Any]) -> List[Any]:
     """The runs of ``runs`` (MLflow ``Run`` objects) that no rerun superseded."""
     return [r for r in runs if TAG not in r.data.tags]
-
-
-def _state(sweep_dir: Path) -> Optional[Dict[str, Any]]:
-    for name in STATE_FILES:
-        f = sweep_dir / name
-        if f.is_file():
-            return json.loads(f.read_text())
-    return None
 
 
 def _run_id(job_dir: Path) -> Optional[str]:
@@ -49,7 +42,7 @@ def mark(sweep_dir: Path) -> Dict[str, str]:
     from harness.tracking import records as tracking
 
     sweep_dir = Path(sweep_dir).resolve()
-    state = _state(sweep_dir) or {}
+    state = read_state(sweep_dir) or {}
     uri, parent = state.get("tracking_uri"), state.get("parent_run_id")
     rerun = {str(sweep_dir / str(n)) for r in state.get("resumed") or [] for n in r.get("jobs") or []}
     if not (uri and parent and rerun):
