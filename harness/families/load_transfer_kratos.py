@@ -265,11 +265,21 @@ def _handed_over_loads(ctx: RunContext, p: KratosParams, body, spec):
     return ex, loads, table
 
 
+def full_size() -> bool:
+    """True under HARNESS_FULL=1 (full sizes)."""
+    return os.environ.get("HARNESS_FULL") == "1"
+
+
+def size_scale(full_scale: int) -> int:
+    """The factor on nr, nz and n_steps: ``full_scale`` at full sizes, else 1."""
+    return int(full_scale) if full_size() else 1
+
+
 def run(cfg: DictConfig, ctx: RunContext) -> CaseResult:
     """Static or dynamic Kratos case (see the module docstring); levels/richardson add runs."""
     p = _params(cfg)
-    full = os.environ.get("HARNESS_FULL") == "1"
-    scale = p.full_scale if full else 1
+    full = full_size()
+    scale = size_scale(p.full_scale)
     base_steps = p.n_steps * scale
     levels = []
     for k in range(p.levels if p.solver == "dynamic" else 1):

@@ -14,7 +14,6 @@ synthetic wall-loads stage by the seed's CFD stages:
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import List, Optional
 
@@ -60,6 +59,7 @@ def elastic_study_overrides(wall_loads: Path, kratos_cfg) -> List[str]:
     rise (:func:`models.load_transfer.load_rise.study_levels`): more levels when the pair of levels its
     order is measured on takes fewer than 8 steps per rise time, and one empty grid row above the body
     (the top load points that move up stay in the finer grids). Nothing for a slow source (synthetic)."""
+    from harness.families.load_transfer_kratos import KratosParams, size_scale
     from models.load_transfer.contracts.wall_loads import read_wall_loads
     from models.load_transfer.load_rise import rise_time, study_levels
 
@@ -69,7 +69,7 @@ def elastic_study_overrides(wall_loads: Path, kratos_cfg) -> List[str]:
         return []
     wl = read_wall_loads(wall_loads)
     t_run = min(float(p.t_run), float(wl.time[-1]))
-    scale = int(p.get("full_scale", 2)) if os.environ.get("HARNESS_FULL") == "1" else 1
+    scale = size_scale(p.get("full_scale", KratosParams.full_scale))
     dt0 = t_run / (int(p.n_steps) * scale)
     keep = wl.time <= t_run * (1.0 + 1e-9)
     rise = rise_time(wl.time[keep], wl.force[keep])
